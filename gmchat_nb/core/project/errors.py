@@ -1,4 +1,4 @@
-"""The one failure a tool reports: a code the caller can branch on and a message the model can act on."""
+"""The one failure a tool reports: a code to branch on and a message the model can act on."""
 
 from __future__ import annotations
 

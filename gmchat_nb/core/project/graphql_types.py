@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from graphql import (
     GraphQLArgument,
+    GraphQLError,
     GraphQLField,
     GraphQLInputField,
     GraphQLInputObjectType,
@@ -23,7 +26,13 @@ __all__ = [
     "is_required",
     "named",
     "page_shape",
+    "raise_first_error",
 ]
+
+
+def raise_first_error(path: Any, invalid: Any, error: GraphQLError) -> None:
+    """``on_error`` for ``coerce_input_value``: stop at the first problem, with its message."""
+    raise error
 
 
 def named(type_: GraphQLType) -> GraphQLNamedType:

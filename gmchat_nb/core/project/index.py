@@ -11,9 +11,10 @@ The index is built once per schema and is read-only afterwards; every tool reads
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -50,7 +51,8 @@ __all__ = [
     "UnknownExposedManagerError",
 ]
 
-# Django lookups GeneralManager turns into filter suffixes (``name__icontains`` -> ``name_Icontains``).
+# Django lookups that GeneralManager turns into filter suffixes
+# (``name__icontains`` -> ``name_Icontains``).
 LOOKUPS = frozenset(
     {
         "exact",
@@ -133,7 +135,9 @@ class FilterInfo:
 
     field: str
     type: str = ""
-    lookups: Mapping[str, str] = field(default_factory=dict)  # lookup -> native input name
+    lookups: Mapping[str, str] = dataclasses.field(
+        default_factory=dict
+    )  # lookup -> native input name
     relation: str | None = None  # target manager of a nested relation filter
     many: bool = False
     modes: tuple[str, ...] = ()  # ("any", "none") for to-many relation filters
@@ -255,6 +259,14 @@ class SchemaIndex:
                 return self.managers[found]
         return None
 
+    def filter_key_visible(self, type_name: str, input_name: str) -> bool:
+        """False for a filter input field that reaches a hidden manager (``auditSecretList``)."""
+        object_type = self._object(type_name)
+        segments = [s[:1].lower() + s[1:] for s in _SEGMENT_SPLIT.split(input_name)]
+        if len(segments) > 1 and segments[-1] in LOOKUPS:
+            segments.pop()
+        return self._path_visible(object_type, segments, self._hidden_relation_names(object_type))
+
     def resolve(self, name: object, *, argument: str = "manager") -> ManagerInfo:
         """Like :meth:`find`, but an unknown name is a :class:`ToolError` naming close matches."""
         if not isinstance(name, str) or not name.strip():
@@ -269,7 +281,7 @@ class SchemaIndex:
         raise ToolError(
             "unknown_manager",
             f"Unknown manager '{name}'.{hint} Use search_managers to find the right one.",
-            suggestions=suggestions,
+            suggestions=suggestions or None,
         )
 
     def mutation(self, name: object) -> MutationInfo:
@@ -413,7 +425,7 @@ class SchemaIndex:
             key = ".".join(segments)
             relation = object_type.fields.get(segments[0]) if len(segments) == 1 else None
             if nested is not None and relation is not None:
-                kind, target = self._classify(relation)
+                _, target = self._classify(relation)
                 if target is not None:
                     modes = tuple(m for m in nested.fields if m in RELATION_MODES)
                     many = bool(modes) and len(modes) == len(nested.fields)
@@ -568,14 +580,14 @@ def _resolve_exposed(exposed: Iterable[str], type_to_manager: dict[str, str]) ->
             by_key[normalize_key(key)] = manager
     chosen: set[str] = set()
     for name in exposed:
-        manager = by_key.get(normalize_key(name))
-        if manager is None:
+        found = by_key.get(normalize_key(name))
+        if found is None:
             suggestions = did_you_mean(name, sorted(type_to_manager.values()))
             hint = f" Did you mean {_or_list(suggestions)}?" if suggestions else ""
             raise UnknownExposedManagerError(
                 f"exposed names '{name}', which is not a manager of this schema.{hint}"
             )
-        chosen.add(manager)
+        chosen.add(found)
     return frozenset(chosen)
 
 

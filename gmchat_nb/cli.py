@@ -1,0 +1,170 @@
+"""The ``gmchat`` command.
+
+``gmchat tool NAME 'JSON_ARGS'`` prints exactly the result a model would get from that tool call
+(exit 0 even for an error result; exit 2 for bad command-line input). ``gmchat serve-demo`` serves
+an embedded demo project's GraphQL over HTTP on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    options = parser.parse_args(argv)
+    if options.command == "tool":
+        return _tool(parser, options)
+    if options.command == "serve-demo":
+        return _serve_demo(options)
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gmchat", description="gmchat_nb: chat with a GeneralManager project's data."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    tool = commands.add_parser(
+        "tool",
+        help="run one chat tool and print its JSON result",
+        description="Run one chat tool (search_managers, get_manager_schema, find_path, query, "
+        "mutate, or query_<manager>) and print the JSON result a model would get.",
+    )
+    tool.add_argument("name", help="tool name, e.g. query")
+    tool.add_argument("args", nargs="?", default="{}", help="tool arguments as a JSON object")
+    tool.add_argument(
+        "--project",
+        default="demo",
+        help="demo (the inventory demo), large, or the URL of a GraphQL endpoint",
+    )
+    tool.add_argument("--exposed", help="comma-separated manager names the assistant may see")
+    tool.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="K:V",
+        help="HTTP header for a remote project (repeatable)",
+    )
+    tool.add_argument(
+        "--cookie", action="append", default=[], metavar="K=V", help="cookie (repeatable)"
+    )
+    tool.add_argument(
+        "--allow-mutation",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="let mutate run this mutation (repeatable); none are allowed otherwise",
+    )
+    serve = commands.add_parser(
+        "serve-demo",
+        help="serve a demo project's GraphQL over HTTP on 127.0.0.1",
+        description="Serve a demo project's GraphQL endpoint on 127.0.0.1 until interrupted.",
+    )
+    serve.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
+    serve.add_argument("--project", default="demo", choices=["demo", "inventory", "large"])
+    serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' or cookie gm_token")
+    serve.add_argument(
+        "--managers", type=int, help="number of managers of the large demo (default 150)"
+    )
+    return parser
+
+
+def _tool(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
+    try:
+        args = json.loads(options.args)
+    except ValueError as error:
+        return _usage(f"JSON_ARGS is not valid JSON: {error}")
+    if not isinstance(args, dict):
+        return _usage("JSON_ARGS must be a JSON object, e.g. '{\"query\": \"parts\"}'.")
+    try:
+        headers = _pairs(options.header, ":", "--header")
+        cookies = _pairs(options.cookie, "=", "--cookie")
+    except ValueError as error:
+        return _usage(str(error))
+    exposed = [name.strip() for name in options.exposed.split(",")] if options.exposed else None
+    try:
+        result = asyncio.run(
+            _run_tool(options.project, options.name, args, exposed, headers, cookies, options)
+        )
+    except (ValueError, TypeError) as error:
+        return _usage(str(error))
+    except ConnectionError as error:
+        print(f"gmchat: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    return 0
+
+
+async def _run_tool(
+    target: str,
+    name: str,
+    args: dict[str, Any],
+    exposed: list[str] | None,
+    headers: dict[str, str],
+    cookies: dict[str, str],
+    options: argparse.Namespace,
+) -> Any:
+    from .core.project import connect
+
+    project = await connect(
+        target,
+        exposed=exposed,
+        headers=headers or None,
+        cookies=cookies or None,
+        allowed_mutations=options.allow_mutation,
+    )
+    try:
+        return await project.call_tool(name, args)
+    finally:
+        await project.aclose()
+
+
+def _serve_demo(options: argparse.Namespace) -> int:
+    from .core.project.demo import serve_forever
+
+    name = "inventory" if options.project == "demo" else options.project
+    spec_options: dict[str, Any] = {}
+    if options.managers is not None:
+        if name != "large":
+            return _usage("--managers applies to --project large only.")
+        spec_options["manager_count"] = options.managers
+    try:
+        serve_forever(name, port=options.port, token=options.token, **spec_options)
+    except ValueError as error:
+        return _usage(str(error))
+    except OSError as error:
+        print(f"gmchat: cannot serve on port {options.port}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return 0
+
+
+def _pairs(items: list[str], separator: str, option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, found, value = item.partition(separator)
+        if not found or not key.strip():
+            raise ValueError(f"{option} takes KEY{separator}VALUE; got {item!r}.")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _usage(message: str) -> int:
+    print(f"gmchat: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,429 @@
+"""Compile a structured ``query`` call into a validated GraphQL document with typed variables.
+
+The model never writes GraphQL. It names a manager, filters, fields, ordering and a window
+(``limit``/``offset``); :class:`QueryCompiler` checks every name against the schema index, builds a
+graphql-core AST whose argument values are all variables declared with the schema's own types,
+validates it against the schema (once per document shape; validation dominates the cost of small
+queries) and plans the page requests that cover the window exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import DocumentNode, GraphQLInputObjectType, parse_type, print_ast, validate
+from graphql.language import ast
+
+from .errors import ToolError
+from .filters import FilterResolver, IdLookup
+from .index import ArgumentInfo, FieldInfo, ManagerInfo, RelationInfo, RootInfo, SchemaIndex
+from .names import did_you_mean, normalize_key
+from .ordering import resolve_order
+from .selection import LEAF, NESTED_PAGE_SIZE, Shape, compile_fields, field_node, name_node
+
+__all__ = ["PageRequest", "QueryCompiler", "QueryPlan"]
+
+OPERATION_NAME = "GmchatQuery"
+QUERY_KEYS = frozenset(
+    {"manager", "fields", "filters", "exclude", "order_by", "limit", "offset", "root", "arguments"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    """Variables that select one page of the root list."""
+
+    variables: dict[str, Any]
+
+
+@dataclass(slots=True)
+class QueryPlan:
+    """A compiled query: the document, its variables, the pages to fetch and how to read them."""
+
+    manager: ManagerInfo
+    root: RootInfo
+    document: DocumentNode
+    variables: dict[str, Any]
+    pages: list[PageRequest]
+    window_start: int
+    limit: int
+    offset: int
+    shape: dict[str, Shape]
+    id_lookups: list[IdLookup] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The GraphQL document as text (for evidence, logs and "copy as code")."""
+        return print_ast(self.document)
+
+    def request_variables(self, page: PageRequest) -> dict[str, Any]:
+        """All variables of one page request, with id look-ups filled in."""
+        merged = {**self.variables, **page.variables}
+        return _substitute(merged) if self.id_lookups else merged
+
+
+class QueryCompiler:
+    """Compiles ``query`` tool calls for one schema index."""
+
+    def __init__(
+        self,
+        index: SchemaIndex,
+        *,
+        max_results: int = 200,
+        max_page_size: int = 100,
+    ) -> None:
+        self.index = index
+        self.max_results = max_results
+        self.max_page_size = max_page_size
+        self.filters = FilterResolver(index)
+        self._validated: dict[Any, list[str]] = {}
+
+    @property
+    def row_cap(self) -> int:
+        """The most rows one call returns: ``max_results`` and the server's page size."""
+        return max(1, min(self.max_results, self.max_page_size))
+
+    def compile(self, args: dict[str, Any]) -> QueryPlan:
+        """Check ``args`` (the ``query`` tool arguments) and compile them."""
+        unknown = set(args) - QUERY_KEYS
+        if unknown:
+            raise ToolError(
+                "invalid_arguments",
+                f"query does not take {_names(sorted(unknown))}; it takes {_names(sorted(QUERY_KEYS))}.",
+            )
+        manager = self.index.resolve(args.get("manager"))
+        root = self._root(manager, args.get("root"))
+        native = self._native_arguments(root, manager, args.get("arguments"))
+        notes: list[str] = []
+        limit, offset = self._window(args.get("limit"), args.get("offset"), notes)
+        variables: dict[str, Any] = {}
+        definitions: dict[str, str] = {}
+        root_arguments: list[tuple[str, str]] = []
+
+        def put(name: str, argument: ArgumentInfo, value: Any) -> str:
+            definitions[name] = argument.type
+            variables[name] = value
+            return name
+
+        for argument_name, argument_key in (("filter", "filters"), ("exclude", "exclude")):
+            value = _one_of(args, argument_key, native, argument_name)
+            if value is None:
+                continue
+            argument = _require_argument(root, manager, argument_name)
+            resolved = self._resolve_filter(manager, argument, value, argument_key)
+            root_arguments.append((argument_name, put(argument_name, argument, resolved)))
+        order = _one_of(args, "order_by", native, "orderBy")
+        if order is not None:
+            argument = _require_argument(root, manager, "orderBy", "ordered")
+            resolved_order = resolve_order(self.index.schema, manager, argument, order)
+            root_arguments.append(("orderBy", put("orderBy", argument, resolved_order)))
+        for name, value in native.items():
+            if name in ("filter", "exclude", "orderBy", "page", "pageSize"):
+                continue
+            extra = root.argument(name)
+            assert extra is not None
+            root_arguments.append((name, put(name, extra, value)))
+        pages, window_start, effective_offset = self._pages(
+            root, limit, offset, native.get("page"), native.get("pageSize")
+        )
+        _declare_page_variables(root, pages, definitions, root_arguments)
+
+        def bind(arg_name: str, owner: RelationInfo | FieldInfo, path: str, value: Any) -> str:
+            variable = f"{path.replace('.', '_')}_{arg_name}"
+            argument = next(arg for arg in owner.arguments if arg.name == arg_name)
+            if value is NESTED_PAGE_SIZE:
+                value = self.max_page_size
+            elif isinstance(owner, RelationInfo) and arg_name in ("filter", "exclude"):
+                target = self.index.managers[owner.target]
+                value = self._resolve_filter(target, argument, value, f"{path}.{arg_name}")
+            elif isinstance(owner, RelationInfo) and arg_name == "orderBy":
+                target = self.index.managers[owner.target]
+                value = resolve_order(self.index.schema, target, argument, value)
+            definitions[variable] = argument.type
+            variables[variable] = value
+            return variable
+
+        selections, shape = compile_fields(self.index, manager, args.get("fields"), bind)
+        document = _document(root, root_arguments, selections, definitions)
+        self._validate(document, root, definitions, args.get("fields"))
+        return QueryPlan(
+            manager=manager,
+            root=root,
+            document=document,
+            variables=variables,
+            pages=pages,
+            window_start=window_start,
+            limit=limit,
+            offset=effective_offset,
+            shape=shape,
+            id_lookups=_lookups(variables),
+            notes=notes,
+        )
+
+    def compile_ids(
+        self, manager: ManagerInfo, native_filter: dict[str, Any], page: int
+    ) -> QueryPlan:
+        """A query for one page of the ids matching an already-resolved filter."""
+        argument = manager.root.argument("filter")
+        if manager.field("id") is None or argument is None:
+            raise ToolError(
+                "invalid_filter", f"{manager.name} rows cannot be matched by id on this server."
+            )
+        root = manager.root
+        definitions = {"filter": argument.type}
+        root_arguments = [("filter", "filter")]
+        pages, start, offset = self._pages(
+            root, self.row_cap, (page - 1) * self.row_cap, None, None
+        )
+        _declare_page_variables(root, pages, definitions, root_arguments)
+        document = _document(root, root_arguments, [field_node("id")], definitions)
+        self._validate(document, root, definitions, ["id"])
+        variables = {"filter": native_filter}
+        return QueryPlan(
+            manager=manager,
+            root=root,
+            document=document,
+            variables=variables,
+            pages=pages,
+            window_start=start,
+            limit=self.row_cap,
+            offset=offset,
+            shape={"id": LEAF},
+            id_lookups=_lookups(variables),
+        )
+
+    # -- argument handling ---------------------------------------------------------------------
+
+    def _root(self, manager: ManagerInfo, root: Any) -> RootInfo:
+        if root is None:
+            return manager.root
+        for info in manager.roots:
+            if info.name == root or normalize_key(info.name) == normalize_key(str(root)):
+                return info
+        raise ToolError(
+            "invalid_arguments",
+            f"'{root}' is not a list root of {manager.name}; its roots: "
+            f"{_names([r.name for r in manager.roots])}.",
+        )
+
+    def _native_arguments(self, root: RootInfo, manager: ManagerInfo, value: Any) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ToolError("invalid_arguments", "'arguments' must be an object of root arguments.")
+        allowed = [arg.name for arg in root.arguments]
+        native: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if key in allowed else _match(key, allowed)
+            if name is None:
+                raise ToolError(
+                    "invalid_arguments",
+                    f"{root.name} has no argument '{key}'; its arguments: {_names(allowed)}.",
+                    suggestions=did_you_mean(key, allowed) or None,
+                )
+            native[name] = item
+        return native
+
+    def _resolve_filter(
+        self, manager: ManagerInfo, argument: ArgumentInfo, value: Any, where: str
+    ) -> dict[str, Any]:
+        input_type = self.index.schema.type_map.get(argument.type.strip("[]!"))
+        assert isinstance(input_type, GraphQLInputObjectType)
+        return self.filters.resolve(
+            manager, input_type, value, argument=where, in_exclude=where.endswith("exclude")
+        )
+
+    def _window(self, limit: Any, offset: Any, notes: list[str]) -> tuple[int, int]:
+        cap = self.row_cap
+        if limit is None:
+            limit = cap
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ToolError(
+                "invalid_arguments", f"limit must be a positive integer; got {limit!r}."
+            )
+        elif limit > cap:
+            notes.append(
+                f"limit {limit} was capped at {cap} rows per call; use offset to read further pages."
+            )
+            limit = cap
+        if offset is None:
+            offset = 0
+        elif isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ToolError(
+                "invalid_arguments", f"offset must be a non-negative integer; got {offset!r}."
+            )
+        return limit, offset
+
+    def _pages(
+        self, root: RootInfo, limit: int, offset: int, native_page: Any, native_size: Any
+    ) -> tuple[list[PageRequest], int, int]:
+        """The page requests covering rows [offset, offset+limit), and where the window starts."""
+        has_page = root.argument("page") is not None
+        has_size = root.argument("pageSize") is not None
+        if native_page is not None or native_size is not None:
+            if offset:
+                raise ToolError(
+                    "invalid_arguments",
+                    "Use either offset or native page/pageSize arguments, not both.",
+                )
+            size = native_size if native_size is not None else limit
+            page = native_page if native_page is not None else 1
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (size, page)):
+                raise ToolError("invalid_arguments", "page and pageSize must be integers.")
+            request = {"pageSize": size} if has_size else {}
+            if has_page:
+                request["page"] = page
+            return [PageRequest(request)], 0, max(0, (page - 1) * size)
+        if not has_size:
+            return [PageRequest({})], offset, offset
+        if not has_page:
+            if offset + limit > self.max_page_size:
+                raise ToolError(
+                    "invalid_arguments",
+                    f"{root.name} cannot page; offset + limit must stay within "
+                    f"{self.max_page_size} rows.",
+                )
+            return [PageRequest({"pageSize": offset + limit})], offset, offset
+        first = offset // limit + 1
+        last = (offset + limit - 1) // limit + 1
+        pages = [PageRequest({"page": n, "pageSize": limit}) for n in range(first, last + 1)]
+        return pages, offset - (first - 1) * limit, offset
+
+    def _validate(
+        self,
+        document: DocumentNode,
+        root: RootInfo,
+        definitions: dict[str, str],
+        fields: Any,
+    ) -> None:
+        key = (root.name, tuple(definitions.items()), _structure_key(fields))
+        errors = self._validated.get(key)
+        if errors is None:
+            errors = [error.message for error in validate(self.index.schema, document)]
+            self._validated[key] = errors
+        if errors:
+            raise ToolError(
+                "invalid_graphql_request",
+                "The compiled query is not valid for this schema: " + "; ".join(errors),
+            )
+
+
+def _declare_page_variables(
+    root: RootInfo,
+    pages: list[PageRequest],
+    definitions: dict[str, str],
+    root_arguments: list[tuple[str, str]],
+) -> None:
+    for name in pages[0].variables:
+        argument = root.argument(name)
+        assert argument is not None
+        definitions[name] = argument.type
+        root_arguments.append((name, name))
+
+
+def _document(
+    root: RootInfo,
+    arguments: list[tuple[str, str]],
+    selections: list[ast.FieldNode],
+    definitions: dict[str, str],
+) -> DocumentNode:
+    page_info = field_node(root.page_info_field, [field_node(root.total_field)])
+    root_field = field_node(
+        root.name, [field_node(root.items_field, selections), page_info], arguments
+    )
+    operation = ast.OperationDefinitionNode(
+        operation=ast.OperationType.QUERY,
+        name=name_node(OPERATION_NAME),
+        directives=(),
+        variable_definitions=tuple(
+            ast.VariableDefinitionNode(
+                variable=ast.VariableNode(name=name_node(name)),
+                type=parse_type(type_text),
+                directives=(),
+            )
+            for name, type_text in definitions.items()
+        ),
+        selection_set=ast.SelectionSetNode(selections=(root_field,)),
+    )
+    return DocumentNode(definitions=(operation,))
+
+
+def _structure_key(fields: Any) -> str:
+    """The document's shape without argument values (they are variables, not structure)."""
+
+    def strip(entry: Any) -> Any:
+        if isinstance(entry, dict):
+            return {
+                key: (
+                    sorted(value)
+                    if key == "arguments" and isinstance(value, dict)
+                    else strip(value)
+                )
+                for key, value in entry.items()
+            }
+        if isinstance(entry, list):
+            return [strip(item) for item in entry]
+        return entry
+
+    return json.dumps(strip(fields), sort_keys=True, default=str)
+
+
+def _one_of(args: dict[str, Any], key: str, native: dict[str, Any], native_key: str) -> Any:
+    if args.get(key) is not None and native.get(native_key) is not None:
+        raise ToolError(
+            "invalid_arguments",
+            f"Give either '{key}' or 'arguments.{native_key}', not both.",
+        )
+    return args.get(key) if args.get(key) is not None else native.get(native_key)
+
+
+def _require_argument(
+    root: RootInfo, manager: ManagerInfo, name: str, verb: str = "filtered"
+) -> ArgumentInfo:
+    argument = root.argument(name)
+    if argument is None:
+        raise ToolError(
+            "invalid_arguments",
+            f"{manager.name} cannot be {verb} on this server: {root.name} has no '{name}' argument.",
+        )
+    return argument
+
+
+def _match(key: str, allowed: list[str]) -> str | None:
+    aliases = {"filters": "filter", "order_by": "orderBy", "limit": "pageSize"}
+    if aliases.get(key) in allowed:
+        return aliases[key]
+    matches = [name for name in allowed if normalize_key(name) == normalize_key(key)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _lookups(value: Any) -> list[IdLookup]:
+    found: list[IdLookup] = []
+    if isinstance(value, IdLookup):
+        found.append(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            found.extend(_lookups(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_lookups(item))
+    return found
+
+
+def _substitute(value: Any) -> Any:
+    if isinstance(value, IdLookup):
+        if value.ids is None:
+            raise RuntimeError(f"id look-up on {value.manager} was not run")
+        return value.ids
+    if isinstance(value, dict):
+        return {key: _substitute(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substitute(item) for item in value]
+    return value
+
+
+def _names(items: list[str]) -> str:
+    return ", ".join(f"'{item}'" for item in items)

@@ -1,0 +1,426 @@
+"""Turn a model's filter mapping into the value of a root's native ``filter`` argument.
+
+Accepted spellings, mixed freely:
+
+* native names: ``{"name_Icontains": "bo"}``, ``{"material": {"name": "Steel"}}``,
+  ``{"partsList": {"any": {"name": "Gear"}}}``;
+* Django-style paths: ``{"material__name__icontains": "st"}``,
+  ``{"parts__material__name": "Cobalt"}``
+  (a to-many hop means ``any``; ``parts__none__name`` asks for ``none``);
+* case and separator slips: ``name_icontains``, ``unit_price__gt``, ``material_id``.
+
+The schema decides the output: nested inputs on GeneralManager servers, flat names
+(``parts_Material_Name``) on the older toy shape. Where a path reaches deeper than the server's
+filter inputs nest (GeneralManager stops after one relation by default), the rest of the path is
+answered first with a query on the related manager and replaced by an ``xId_In`` filter on its ids:
+an :class:`IdLookup` placeholder that :class:`~gmchat_nb.core.project.project.Project` fills in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import GraphQLError, GraphQLInputObjectType, GraphQLInputType, coerce_input_value
+
+from .errors import ToolError
+from .graphql_types import input_object, raise_first_error
+from .index import LOOKUPS, RELATION_MODES, ManagerInfo, RelationInfo, SchemaIndex
+from .names import camel_case, did_you_mean, normalize_key, singular
+
+__all__ = ["FilterResolver", "IdLookup"]
+
+_MAX_DEPTH = 6
+
+
+@dataclass(slots=True)
+class IdLookup:
+    """Stands for "ids of ``manager`` rows matching ``filter``" until a sub-query fills it in."""
+
+    manager: str
+    filter: dict[str, Any]
+    description: str
+    ids: list[str] | None = field(default=None)
+
+
+class FilterResolver:
+    """Resolves filter mappings of one schema index (stateless between calls)."""
+
+    def __init__(self, index: SchemaIndex) -> None:
+        self.index = index
+        self._visible: dict[tuple[str, str, str], bool] = {}
+
+    def resolve(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        value: Any,
+        *,
+        argument: str = "filters",
+        in_exclude: bool = False,
+    ) -> dict[str, Any]:
+        """The native filter value for ``input_type``; a :class:`ToolError` explains any problem."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        if not isinstance(value, dict):
+            raise ToolError(
+                "invalid_filter",
+                f'\'{argument}\' must be an object such as {{"name__icontains": "steel"}}.',
+            )
+        return self._resolve(manager, input_type, value, argument, in_exclude, 0)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _resolve(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        value: dict[str, Any],
+        where: str,
+        in_exclude: bool,
+        depth: int,
+    ) -> dict[str, Any]:
+        if depth > _MAX_DEPTH:
+            raise ToolError("invalid_filter", f"The filter in '{where}' nests too deeply.")
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or not key:
+                raise ToolError("invalid_filter", f"Filter keys in '{where}' must be names.")
+            for native, native_value in self._resolve_key(
+                manager, input_type, key, item, where, in_exclude, depth
+            ):
+                _merge(result, native, native_value, where)
+        return result
+
+    def _resolve_key(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        key: str,
+        item: Any,
+        where: str,
+        in_exclude: bool,
+        depth: int,
+    ) -> list[tuple[str, Any]]:
+        native = self._native_name(manager, input_type, key)
+        if native is not None:
+            return [
+                (
+                    native,
+                    self._native_value(manager, input_type, native, item, where, in_exclude, depth),
+                )
+            ]
+        segments = [camel_case(part) for part in key.replace(".", "__").split("__") if part]
+        if len(segments) == 1 and "_" in key and "__" not in key:
+            head, _, tail = key.rpartition("_")
+            if tail.lower() in LOOKUPS:  # ``name_icontains`` written with one underscore
+                segments = [camel_case(head), tail.lower()]
+        if len(segments) > 1:
+            flat = self._flat_name(manager, input_type, segments)
+            if flat is not None:
+                return [(flat, self._leaf(manager, input_type, flat, item, where))]
+            return self._resolve_path(
+                manager, input_type, key, segments, item, where, in_exclude, depth
+            )
+        relation = self._relation_for(manager, segments[0] if segments else key)
+        if relation is not None and isinstance(item, dict):
+            return [self._deferred(manager, input_type, relation, item, key, where)]
+        raise self._unknown(manager, input_type, key)
+
+    def _resolve_path(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        key: str,
+        segments: list[str],
+        item: Any,
+        where: str,
+        in_exclude: bool,
+        depth: int,
+    ) -> list[tuple[str, Any]]:
+        head, rest = segments[0], segments[1:]
+        if rest[-1].lower() in LOOKUPS and len(rest) == 1:
+            lookup = rest[0].lower()
+            native = self._lookup_name(manager, input_type, head, lookup)
+            if native is not None:
+                return [(native, self._leaf(manager, input_type, native, item, where))]
+        nested_name = self._nested_name(manager, input_type, head)
+        if nested_name is not None:
+            nested = input_object(input_type.fields[nested_name].type)
+            assert nested is not None
+            relation = self._relation_for(manager, nested_name)
+            assert relation is not None
+            target = self.index.managers[relation.target]
+            modes = _modes(nested)
+            inner_key = "__".join(rest)
+            if modes:
+                mode = "any"
+                if rest[0].lower() in modes:
+                    mode, inner_key = rest[0].lower(), "__".join(rest[1:])
+                if not inner_key:
+                    raise ToolError(
+                        "invalid_filter",
+                        f"Filter '{key}' in '{where}' needs a field after '{mode}'.",
+                    )
+                self._check_mode(mode, in_exclude, where)
+                mode_type = input_object(nested.fields[mode].type)
+                assert mode_type is not None
+                inner = self._resolve(
+                    target, mode_type, {inner_key: item}, where, in_exclude, depth + 1
+                )
+                return [(nested_name, {mode: inner})]
+            inner = self._resolve(target, nested, {inner_key: item}, where, in_exclude, depth + 1)
+            return [(nested_name, inner)]
+        relation = self._relation_for(manager, head)
+        if relation is not None:
+            return [
+                self._deferred(manager, input_type, relation, {"__".join(rest): item}, key, where)
+            ]
+        if self._lookup_name(manager, input_type, head, "exact") is not None:
+            available = sorted(self._lookups_of(manager, input_type, head))
+            raise ToolError(
+                "invalid_filter",
+                f"Lookup '{rest[-1].lower()}' is not available for {manager.name}.{head}. "
+                f"Available lookups: {', '.join(available)}.",
+            )
+        raise self._unknown(manager, input_type, key)
+
+    def _native_value(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        native: str,
+        item: Any,
+        where: str,
+        in_exclude: bool,
+        depth: int,
+    ) -> Any:
+        nested = input_object(input_type.fields[native].type)
+        relation = self._relation_for(manager, native)
+        if nested is None or relation is None:
+            return self._leaf(manager, input_type, native, item, where)
+        if not isinstance(item, dict):
+            id_hint = f"{native}Id" if f"{native}Id" in input_type.fields else None
+            hint = f", or '{id_hint}' for ids" if id_hint else ""
+            raise ToolError(
+                "invalid_filter",
+                f"Filter '{native}' on {manager.name} is a relation to {relation.target}; give it "
+                f"a "
+                f'nested filter such as {{"{native}": {{"name": "..."}}}}{hint}.',
+            )
+        target = self.index.managers[relation.target]
+        modes = _modes(nested)
+        if not modes:
+            return self._resolve(target, nested, item, where, in_exclude, depth + 1)
+        if not any(key in modes for key in item):
+            # ``{"partsList": {"name": "Gear"}}`` means "any part named Gear", as in Django.
+            item = {"any": item}
+        result: dict[str, Any] = {}
+        for mode, inner in item.items():
+            if mode not in modes:
+                raise ToolError(
+                    "invalid_filter",
+                    f"Filter '{native}' on {manager.name} takes {_or(sorted(modes))}, "
+                    f"not '{mode}'.",
+                )
+            self._check_mode(mode, in_exclude, where)
+            mode_type = input_object(nested.fields[mode].type)
+            assert mode_type is not None
+            if not isinstance(inner, dict):
+                raise ToolError(
+                    "invalid_filter",
+                    f"'{native}.{mode}' must be an object of {relation.target} filters.",
+                )
+            result[mode] = self._resolve(target, mode_type, inner, where, in_exclude, depth + 1)
+        return result
+
+    def _deferred(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        relation: RelationInfo,
+        item: dict[str, Any],
+        key: str,
+        where: str,
+    ) -> tuple[str, IdLookup]:
+        """A relation the server's filter input cannot nest: match its ids with a query first."""
+        id_in = self._lookup_name(manager, input_type, f"{relation.name}Id", "in")
+        if id_in is None or relation.many:
+            raise ToolError(
+                "invalid_filter",
+                f"Filter '{key}' reaches through {manager.name}.{relation.name}, which this server "
+                f"cannot filter on here. Query {relation.target} first, or filter from "
+                f"{relation.target}'s side.",
+            )
+        target = self.index.managers[relation.target]
+        root_filter = _root_filter_type(self.index, target)
+        if root_filter is None:
+            raise ToolError(
+                "invalid_filter", f"{relation.target} cannot be filtered on this server."
+            )
+        inner = self._resolve(target, root_filter, item, where, False, 1)
+        lookup = IdLookup(target.name, inner, f"{manager.name}.{relation.name} ({key})")
+        return id_in, lookup
+
+    def _leaf(
+        self,
+        manager: ManagerInfo,
+        input_type: GraphQLInputObjectType,
+        native: str,
+        item: Any,
+        where: str,
+    ) -> Any:
+        field_type: GraphQLInputType = input_type.fields[native].type
+        if isinstance(item, IdLookup):
+            return item
+        try:
+            coerce_input_value(item, field_type, raise_first_error)
+        except GraphQLError as error:
+            raise ToolError(
+                "invalid_filter",
+                f"Filter '{native}' on {manager.name} expects {field_type}: {error.message}",
+            ) from None
+        return item
+
+    # -- name resolution -----------------------------------------------------------------------
+
+    def _visible_fields(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType
+    ) -> list[str]:
+        return [name for name in input_type.fields if self._is_visible(manager, input_type, name)]
+
+    def _is_visible(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, name: str
+    ) -> bool:
+        cache_key = (manager.type_name, input_type.name, name)
+        visible = self._visible.get(cache_key)
+        if visible is None:
+            visible = self.index.filter_key_visible(manager.type_name, name)
+            self._visible[cache_key] = visible
+        return visible
+
+    def _native_name(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, key: str
+    ) -> str | None:
+        if key in input_type.fields:
+            return key if self._is_visible(manager, input_type, key) else None
+        wanted = normalize_key(key)
+        matches = [
+            n for n in self._visible_fields(manager, input_type) if normalize_key(n) == wanted
+        ]
+        return matches[0] if len(matches) == 1 else None
+
+    def _flat_name(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, segments: list[str]
+    ) -> str | None:
+        parts = list(segments)
+        if parts[-1].lower() == "exact":
+            parts = parts[:-1]
+        candidate = parts[0] + "".join("_" + p[:1].upper() + p[1:] for p in parts[1:])
+        if candidate in input_type.fields and self._is_visible(manager, input_type, candidate):
+            return candidate
+        return None
+
+    def _lookup_name(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, field_name: str, lookup: str
+    ) -> str | None:
+        lookups = self._lookups_of(manager, input_type, field_name)
+        return lookups.get(lookup)
+
+    def _lookups_of(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, field_name: str
+    ) -> dict[str, str]:
+        wanted = normalize_key(field_name)
+        found: dict[str, str] = {}
+        for name in self._visible_fields(manager, input_type):
+            if input_object(input_type.fields[name].type) is not None:
+                continue
+            base, _, suffix = name.partition("_")
+            if normalize_key(base) != wanted or "_" in suffix:
+                continue
+            lookup = suffix.lower() if suffix else "exact"
+            if lookup in LOOKUPS:
+                found.setdefault(lookup, name)
+        return found
+
+    def _nested_name(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, head: str
+    ) -> str | None:
+        for candidate in (head, f"{head}List", f"{singular(head)}List"):
+            native = self._native_name(manager, input_type, candidate)
+            if native is not None and input_object(input_type.fields[native].type) is not None:
+                return native
+        return None
+
+    def _relation_for(self, manager: ManagerInfo, name: str) -> RelationInfo | None:
+        wanted = normalize_key(name)
+        for relation in manager.relations:
+            key = normalize_key(relation.name)
+            if key == wanted or key in (f"{wanted}list", f"{normalize_key(singular(name))}list"):
+                return relation
+        return None
+
+    def _check_mode(self, mode: str, in_exclude: bool, where: str) -> None:
+        if in_exclude and mode == "none":
+            raise ToolError(
+                "invalid_filter",
+                "`none` relation filters are not supported inside `exclude`; put "
+                '{"relation": {"none": {...}}} in \'filters\' instead.',
+            )
+
+    def _unknown(
+        self, manager: ManagerInfo, input_type: GraphQLInputObjectType, key: str
+    ) -> ToolError:
+        names = self._visible_fields(manager, input_type)
+        spellings = names + [_django_spelling(name) for name in names]
+        suggestions = did_you_mean(key, spellings)
+        hint = f" Did you mean {_or(suggestions)}?" if suggestions else ""
+        return ToolError(
+            "unknown_filter",
+            f"Unknown filter '{key}' on {manager.name}.{hint} "
+            f"Call get_manager_schema('{manager.name}') for its filters.",
+            suggestions=suggestions or None,
+        )
+
+
+def _root_filter_type(index: SchemaIndex, manager: ManagerInfo) -> GraphQLInputObjectType | None:
+    argument = manager.root.argument("filter")
+    if argument is None:
+        return None
+    base = index.schema.type_map.get(argument.type.strip("[]!"))
+    return base if isinstance(base, GraphQLInputObjectType) else None
+
+
+def _modes(nested: GraphQLInputObjectType) -> frozenset[str]:
+    names = frozenset(nested.fields)
+    return names if names and names <= RELATION_MODES else frozenset()
+
+
+def _merge(target: dict[str, Any], key: str, value: Any, where: str) -> None:
+    if key not in target:
+        target[key] = value
+        return
+    existing = target[key]
+    if isinstance(existing, dict) and isinstance(value, dict):
+        for inner_key, inner_value in value.items():
+            _merge(existing, inner_key, inner_value, where)
+        return
+    if existing != value:
+        raise ToolError(
+            "invalid_filter",
+            f"'{where}' gives '{key}' twice with different values ({existing!r} and {value!r}).",
+        )
+
+
+def _django_spelling(native: str) -> str:
+    parts = native.split("_")
+    return "__".join(part[:1].lower() + part[1:] for part in parts)
+
+
+def _or(items: list[str]) -> str:
+    quoted = [f"'{item}'" for item in items]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

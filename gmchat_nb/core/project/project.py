@@ -1,0 +1,310 @@
+"""A connected GeneralManager project: its schema index and the tools that run against it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compiler import QueryCompiler, QueryPlan
+from .errors import ToolError
+from .executor import ExecutionOutcome, Executor
+from .filters import IdLookup
+from .index import SchemaIndex
+from .mutations import MutationCompiler, PreparedMutation
+from .paths import shortest_path
+from .results import normalize_pages
+from .schema_view import manager_schema, manager_summary
+from .search import ManagerSearch
+
+__all__ = ["Project", "QueryOutcome"]
+
+MAX_ID_LOOKUP = 1000
+_PAGE_CAP_ERROR = re.compile(r"pageSize must not exceed (\d+)")
+
+
+@dataclass(slots=True)
+class QueryOutcome:
+    """One ``query`` call in full: the result the model gets and the evidence behind it."""
+
+    manager: str
+    document: str
+    variables: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    total_count: int | None
+    has_more: bool | None
+    complete: bool
+    notes: list[str] = field(default_factory=list)
+
+    def to_result(self) -> dict[str, Any]:
+        """The ``query`` tool result."""
+        result: dict[str, Any] = {
+            "data": self.rows,
+            "total_count": self.total_count,
+            "has_more": self.has_more,
+            "complete": self.complete,
+        }
+        if self.notes:
+            result["notes"] = list(self.notes)
+        return result
+
+
+class Project:
+    """The tools of one GraphQL schema, over one executor.
+
+    ``exposed`` limits what the assistant may see (None: every manager); ``allowed_mutations``
+    names the mutations ``mutate`` may run (none by default).
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        exposed: Iterable[str] | None = None,
+        allowed_mutations: Iterable[str] = (),
+        max_results: int = 200,
+        max_page_size: int = 100,
+        query_timeout: float | None = None,
+        label: str = "",
+        on_close: Callable[[], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.executor = executor
+        self.index = SchemaIndex(executor.schema, exposed)
+        self.search = ManagerSearch(self.index)
+        self.compiler = QueryCompiler(
+            self.index, max_results=max_results, max_page_size=max_page_size
+        )
+        self.mutation_compiler = MutationCompiler(self.index)
+        self.allowed_mutations = frozenset(allowed_mutations)
+        self.query_timeout = query_timeout
+        self.label = label
+        self._on_close = on_close
+
+    def __repr__(self) -> str:
+        return f"<Project {self.label or 'graphql'}: {len(self.managers)} managers>"
+
+    @property
+    def managers(self) -> tuple[str, ...]:
+        """The exposed manager names."""
+        return self.index.names
+
+    # -- the one entry point -------------------------------------------------------------------
+
+    async def call_tool(self, name: str, args: Any) -> Any:
+        """Run tool ``name`` with ``args``; every failure comes back as an error result."""
+        from ..tools import dispatch
+
+        return await dispatch(self, name, args)
+
+    def tool_definitions(self, strategy: str = "discovery") -> list[dict[str, Any]]:
+        """The tools a model is offered, as ``{name, description, input_schema}``."""
+        from ..tools import tool_definitions
+
+        return tool_definitions(self, strategy)
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def search_managers(self, query: Any, limit: int = 10) -> list[dict[str, Any]]:
+        """Ranked compact summaries of the managers matching ``query``."""
+        if not isinstance(query, str) or not query.strip():
+            raise ToolError("invalid_arguments", "'query' must be a non-empty string.")
+        hits = self.search.search(query, limit=limit)
+        return [manager_summary(hit.manager, hit.matched) for hit in hits]
+
+    def get_manager_schema(self, manager: Any) -> dict[str, Any]:
+        """Fields, relations, filters, order fields, roots and mutations of one manager."""
+        info = self.index.resolve(manager)
+        return manager_schema(self.index, info)
+
+    def find_path(self, from_manager: Any, to_manager: Any) -> dict[str, Any]:
+        """The shortest relation path between two managers, as GraphQL selection names."""
+        source = self.index.resolve(from_manager, argument="from_manager")
+        target = self.index.resolve(to_manager, argument="to_manager")
+        path = shortest_path(self.index, source.name, target.name)
+        result: dict[str, Any] = {"from": source.name, "to": target.name}
+        if path is None:
+            result["path"] = None
+            result["message"] = (
+                f"No relation path leads from {source.name} to {target.name} among the exposed "
+                "managers. Query each separately, or start from the other side."
+            )
+            return result
+        label = "name" if target.field("name") else "id"
+        result["path"] = path.selection
+        result["hops"] = [
+            {
+                "from": start,
+                "relation": relation.name,
+                "to": relation.target,
+                "kind": "many" if relation.many else "one",
+            }
+            for start, relation in path.hops
+        ]
+        if path.hops:
+            result["fields_example"] = path.field_tree([label])
+        return result
+
+    async def query(self, **args: Any) -> QueryOutcome:
+        """Compile, check and run one ``query`` call."""
+        plan = self.compiler.compile(args)
+        try:
+            return await self._run_query(plan)
+        except ToolError as error:
+            learned = _PAGE_CAP_ERROR.search(error.message)
+            if learned is None or int(learned.group(1)) >= self.compiler.max_page_size:
+                raise
+            # The server pages smaller than we assumed: remember its cap and ask again.
+            self.compiler.max_page_size = int(learned.group(1))
+            plan = self.compiler.compile(args)
+            plan.notes.append(f"The server allows at most {learned.group(1)} rows per page.")
+            return await self._run_query(plan)
+
+    def prepare_mutation(self, mutation: Any, input: Any) -> PreparedMutation:
+        """Validate a mutation call completely, without running it."""
+        return self.mutation_compiler.prepare(mutation, input, self.allowed_mutations)
+
+    async def execute_mutation(self, prepared: PreparedMutation) -> dict[str, Any]:
+        """Run a prepared mutation once (never retried); GraphQL errors become a ToolError."""
+        outcome = await self._execute(
+            prepared.document, dict(prepared.input), "GmchatMutation", timeout=False
+        )
+        if outcome.errors:
+            raise _mutation_error(prepared, outcome)
+        payload = (outcome.data or {}).get(prepared.mutation)
+        return {"status": "executed", "mutation": prepared.mutation, "data": payload}
+
+    async def mutate(self, mutation: Any, input: Any) -> dict[str, Any]:
+        """Validate and run one allow-listed mutation."""
+        return await self.execute_mutation(self.prepare_mutation(mutation, input))
+
+    async def aclose(self) -> None:
+        """Close the executor (and whatever the project was built on)."""
+        await self.executor.aclose()
+        if self._on_close is not None:
+            result = self._on_close()
+            if result is not None:
+                await result
+
+    async def __aenter__(self) -> Project:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    async def _run_query(self, plan: QueryPlan) -> QueryOutcome:
+        for lookup in plan.id_lookups:
+            await self._fill_ids(lookup, plan.notes)
+        variables = [plan.request_variables(page) for page in plan.pages]
+        outcomes = await asyncio.gather(
+            *(self._execute(plan.document, v, "GmchatQuery") for v in variables)
+        )
+        errors = [error for outcome in outcomes for error in outcome.errors]
+        if errors:
+            raise _query_error(plan, errors)
+        pages = [(outcome.data or {}).get(plan.root.name) for outcome in outcomes]
+        normalized = normalize_pages(
+            pages,
+            items_field=plan.root.items_field,
+            page_info_field=plan.root.page_info_field,
+            total_field=plan.root.total_field,
+            shape=plan.shape,
+            window_start=plan.window_start,
+            limit=plan.limit,
+            offset=plan.offset,
+        )
+        notes = list(plan.notes)
+        if normalized.truncated_lists:
+            notes.append(
+                f"{normalized.truncated_lists} nested list(s) hold only their first "
+                f"{self.compiler.max_page_size} items; filter the relation or query it directly."
+            )
+        return QueryOutcome(
+            manager=plan.manager.name,
+            document=plan.text,
+            variables=variables,
+            rows=normalized.rows,
+            total_count=normalized.total_count,
+            has_more=normalized.has_more,
+            complete=normalized.complete,
+            notes=notes,
+        )
+
+    async def _fill_ids(self, lookup: IdLookup, notes: list[str]) -> None:
+        """Answer a filter the server cannot nest with the ids of the matching related rows."""
+        target = self.index.managers[lookup.manager]
+        ids: list[str] = []
+        page = 1
+        while True:
+            plan = self.compiler.compile_ids(target, lookup.filter, page)
+            for inner in plan.id_lookups:
+                await self._fill_ids(inner, notes)
+            outcome = await self._execute(
+                plan.document, plan.request_variables(plan.pages[0]), "GmchatQuery"
+            )
+            if outcome.errors:
+                raise _query_error(plan, outcome.errors)
+            data = (outcome.data or {}).get(plan.root.name) or {}
+            items = data.get(plan.root.items_field) or []
+            ids.extend(str(item["id"]) for item in items if item.get("id") is not None)
+            if len(ids) > MAX_ID_LOOKUP:
+                raise ToolError(
+                    "invalid_filter",
+                    f"The part of the filter on {lookup.manager} ({lookup.description}) matches "
+                    f"more than {MAX_ID_LOOKUP} rows; narrow it.",
+                )
+            if len(items) < plan.limit:
+                break
+            page += 1
+        lookup.ids = ids
+        notes.append(
+            f"{lookup.description}: this server's filters do not nest that deep, so the matching "
+            f"{lookup.manager} rows were looked up first ({len(ids)} ids)."
+        )
+
+    async def _execute(
+        self, document: Any, variables: dict[str, Any], operation: str, *, timeout: bool = True
+    ) -> ExecutionOutcome:
+        run = self.executor.execute(document, variables, operation)
+        if not timeout or self.query_timeout is None:
+            return await run
+        try:
+            return await asyncio.wait_for(run, self.query_timeout)
+        except TimeoutError:
+            raise ToolError(
+                "query_timeout",
+                f"The query took longer than {self.query_timeout:g} s and was stopped; "
+                "narrow the filters or ask for fewer rows.",
+            ) from None
+
+
+def _query_error(plan: QueryPlan, errors: list[dict[str, Any]]) -> ToolError:
+    messages = "; ".join(dict.fromkeys(str(error.get("message", "")) for error in errors))
+    codes = {str((error.get("extensions") or {}).get("code", "")) for error in errors} - {""}
+    return ToolError(
+        "graphql_error",
+        f"The server rejected the {plan.manager.name} query: {messages}",
+        server_codes=sorted(codes) or None,
+    )
+
+
+def _mutation_error(prepared: PreparedMutation, outcome: ExecutionOutcome) -> ToolError:
+    messages = "; ".join(dict.fromkeys(str(error.get("message", "")) for error in outcome.errors))
+    field_errors: dict[str, Any] = {}
+    non_field_errors: list[Any] = []
+    for error in outcome.errors:
+        extensions = error.get("extensions") or {}
+        field_errors.update(extensions.get("fieldErrors") or {})
+        non_field_errors.extend(extensions.get("nonFieldErrors") or [])
+    detail = "; ".join(
+        f"{name}: {' '.join(map(str, problems))}" for name, problems in field_errors.items()
+    )
+    return ToolError(
+        "mutation_failed",
+        f"{prepared.mutation} failed: {messages}" + (f" ({detail})" if detail else ""),
+        field_errors=field_errors or None,
+        non_field_errors=non_field_errors or None,
+    )
