@@ -1,0 +1,100 @@
+"""The `gmchat` console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from gmchat_nb.core.project import Project
+
+from .conftest import DemoServer, serve
+
+
+def gmchat(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gmchat_nb.cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+QUERY = {
+    "manager": "Part",
+    "filters": {"material__name": "Cobalt"},
+    "fields": ["name", {"material": ["name"]}],
+}
+
+
+async def test_tool_prints_what_the_model_would_get(inventory: Project) -> None:
+    done = gmchat("tool", "query", json.dumps(QUERY))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == await inventory.call_tool("query", QUERY)
+
+
+async def test_an_error_result_still_exits_zero() -> None:
+    done = gmchat("tool", "get_manager_schema", '{"manager": "Prat"}')
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["code"] == "unknown_manager"
+
+
+async def test_a_remote_project_with_exposed_and_headers(
+    demo_server: DemoServer, inventory: Project
+) -> None:
+    done = gmchat(
+        "tool",
+        "query",
+        json.dumps(QUERY),
+        "--project",
+        demo_server.url,
+        "--exposed",
+        "Material,Supplier,Part,Project,PurchaseOrder",
+        "--header",
+        "X-Request-Source: test",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == await inventory.call_tool("query", QUERY)
+
+
+def test_credentials_on_the_command_line(token_server: DemoServer) -> None:
+    args = ["tool", "search_managers", '{"query": "parts"}', "--project", token_server.url]
+    refused = gmchat(*args)
+    assert refused.returncode == 1 and "Authentication required" in refused.stderr
+    accepted = gmchat(*args, "--header", "Authorization: Bearer s3cret-token")
+    assert accepted.returncode == 0 and json.loads(accepted.stdout)[0]["manager"] == "Part"
+    by_cookie = gmchat(*args, "--cookie", "gm_token=s3cret-token")
+    assert by_cookie.returncode == 0
+
+
+def test_allow_mutation_lets_mutate_run() -> None:
+    call = '{"mutation": "createPart", "input": {"name": "Spring"}}'
+    denied = json.loads(gmchat("tool", "mutate", call).stdout)
+    assert denied["code"] == "mutation_not_allowed"
+    done = json.loads(gmchat("tool", "mutate", call, "--allow-mutation", "createPart").stdout)
+    assert done["status"] == "executed" and done["data"]["Part"]["name"] == "Spring"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tool", "query", "{not json"], "not valid JSON"),
+        (["tool", "query", "[1, 2]"], "must be a JSON object"),
+        (["tool", "query", "{}", "--header", "no-colon"], "--header takes KEY:VALUE"),
+        (["tool", "query", "{}", "--project", "atlantis"], "demo name"),
+        (["tool"], "required"),
+        (["serve-demo", "--managers", "5"], "--managers applies to --project large"),
+        ([], "usage"),
+    ],
+)
+def test_bad_command_lines_exit_two(args: list[str], message: str) -> None:
+    done = gmchat(*args)
+    assert done.returncode == 2
+    assert message in done.stderr + done.stdout
+
+
+def test_serve_demo_large(inventory: Project) -> None:
+    for server in serve("--project", "large", "--managers", "12"):
+        done = gmchat("tool", "search_managers", '{"query": "active"}', "--project", server.url)
+        hits: list[dict[str, Any]] = json.loads(done.stdout)
+        assert len(hits) == 10
