@@ -88,7 +88,7 @@ def _tool(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
     except ValueError as error:
         return _usage(f"JSON_ARGS is not valid JSON: {error}")
     if not isinstance(args, dict):
-        return _usage("JSON_ARGS must be a JSON object, e.g. '{\"query\": \"parts\"}'.")
+        return _usage('JSON_ARGS must be a JSON object, e.g. \'{"query": "parts"}\'.')
     try:
         headers = _pairs(options.header, ":", "--header")
         cookies = _pairs(options.cookie, "=", "--cookie")
