@@ -255,8 +255,8 @@ def _check_arguments(
 
 def _unknown_tool(project: Project, name: str) -> ToolError:
     names = list(DISCOVERY_TOOLS) + [direct_tool_name(m) for m in project.managers]
-    from .project.names import did_you_mean
+    from .project.names import did_you_mean, suggestion_hint
 
     suggestions = did_you_mean(name, names)
-    hint = f" Did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+    hint = suggestion_hint(suggestions)
     return ToolError("unknown_tool", f"Unknown tool '{name}'.{hint}")

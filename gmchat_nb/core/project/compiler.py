@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphql import DocumentNode, GraphQLInputObjectType, parse_type, print_ast, validate
+from graphql import DocumentNode, GraphQLInputObjectType, print_ast, validate
 from graphql.language import ast
 
 from .errors import ToolError
@@ -21,7 +21,14 @@ from .filters import FilterResolver, IdLookup
 from .index import ArgumentInfo, FieldInfo, ManagerInfo, RelationInfo, RootInfo, SchemaIndex
 from .names import did_you_mean, normalize_key
 from .ordering import resolve_order
-from .selection import LEAF, NESTED_PAGE_SIZE, Shape, compile_fields, field_node, name_node
+from .selection import (
+    LEAF,
+    NESTED_PAGE_SIZE,
+    Shape,
+    compile_fields,
+    field_node,
+    operation_document,
+)
 
 __all__ = ["PageRequest", "QueryCompiler", "QueryPlan"]
 
@@ -334,21 +341,7 @@ def _document(
     root_field = field_node(
         root.name, [field_node(root.items_field, selections), page_info], arguments
     )
-    operation = ast.OperationDefinitionNode(
-        operation=ast.OperationType.QUERY,
-        name=name_node(OPERATION_NAME),
-        directives=(),
-        variable_definitions=tuple(
-            ast.VariableDefinitionNode(
-                variable=ast.VariableNode(name=name_node(name)),
-                type=parse_type(type_text),
-                directives=(),
-            )
-            for name, type_text in definitions.items()
-        ),
-        selection_set=ast.SelectionSetNode(selections=(root_field,)),
-    )
-    return DocumentNode(definitions=(operation,))
+    return operation_document(ast.OperationType.QUERY, OPERATION_NAME, definitions, root_field)
 
 
 def _structure_key(fields: Any) -> str:

@@ -27,7 +27,7 @@ from graphql import GraphQLError, GraphQLInputObjectType, GraphQLInputType, coer
 from .errors import ToolError
 from .graphql_types import input_object, raise_first_error
 from .index import LOOKUPS, RELATION_MODES, ManagerInfo, RelationInfo, SchemaIndex
-from .names import camel_case, did_you_mean, normalize_key, singular
+from .names import camel_case, did_you_mean, normalize_key, quoted_or, singular, suggestion_hint
 
 __all__ = ["FilterResolver", "IdLookup"]
 
@@ -224,7 +224,7 @@ class FilterResolver:
             if mode not in modes:
                 raise ToolError(
                     "invalid_filter",
-                    f"Filter '{native}' on {manager.name} takes {_or(sorted(modes))}, "
+                    f"Filter '{native}' on {manager.name} takes {quoted_or(sorted(modes))}, "
                     f"not '{mode}'.",
                 )
             self._check_mode(mode, in_exclude, where)
@@ -378,7 +378,7 @@ class FilterResolver:
         names = self._visible_fields(manager, input_type)
         spellings = names + [_django_spelling(name) for name in names]
         suggestions = did_you_mean(key, spellings)
-        hint = f" Did you mean {_or(suggestions)}?" if suggestions else ""
+        hint = suggestion_hint(suggestions)
         return ToolError(
             "unknown_filter",
             f"Unknown filter '{key}' on {manager.name}.{hint} "
@@ -419,8 +419,3 @@ def _merge(target: dict[str, Any], key: str, value: Any, where: str) -> None:
 def _django_spelling(native: str) -> str:
     parts = native.split("_")
     return "__".join(part[:1].lower() + part[1:] for part in parts)
-
-
-def _or(items: list[str]) -> str:
-    quoted = [f"'{item}'" for item in items]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]

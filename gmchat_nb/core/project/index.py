@@ -37,7 +37,7 @@ from .graphql_types import (
     named,
     page_shape,
 )
-from .names import did_you_mean, normalize_key, singular, split_words
+from .names import did_you_mean, normalize_key, singular, split_words, suggestion_hint
 
 __all__ = [
     "ArgumentInfo",
@@ -277,7 +277,7 @@ class SchemaIndex:
         if found is not None:
             return found
         suggestions = did_you_mean(name, self.managers)
-        hint = f" Did you mean {_or_list(suggestions)}?" if suggestions else ""
+        hint = suggestion_hint(suggestions)
         raise ToolError(
             "unknown_manager",
             f"Unknown manager '{name}'.{hint} Use search_managers to find the right one.",
@@ -295,7 +295,7 @@ class SchemaIndex:
         if found is not None:
             return found
         suggestions = did_you_mean(name, self.mutations)
-        hint = f" Did you mean {_or_list(suggestions)}?" if suggestions else ""
+        hint = suggestion_hint(suggestions)
         raise ToolError("unknown_mutation", f"Unknown mutation '{name}'.{hint}")
 
     # -- building ------------------------------------------------------------------------------
@@ -583,7 +583,7 @@ def _resolve_exposed(exposed: Iterable[str], type_to_manager: dict[str, str]) ->
         found = by_key.get(normalize_key(name))
         if found is None:
             suggestions = did_you_mean(name, sorted(type_to_manager.values()))
-            hint = f" Did you mean {_or_list(suggestions)}?" if suggestions else ""
+            hint = suggestion_hint(suggestions)
             raise UnknownExposedManagerError(
                 f"exposed names '{name}', which is not a manager of this schema.{hint}"
             )
@@ -629,13 +629,6 @@ def _value_type(type_: Any, lookup: str) -> str:
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
-
-
-def _or_list(items: list[str]) -> str:
-    quoted = [f"'{item}'" for item in items]
-    if len(quoted) <= 1:
-        return "".join(quoted)
-    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 def _graphql_literal(value: Any) -> str:

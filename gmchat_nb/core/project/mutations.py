@@ -33,7 +33,7 @@ from .errors import ToolError
 from .graphql_types import named, raise_first_error
 from .index import ArgumentInfo, MutationInfo, SchemaIndex
 from .names import normalize_key
-from .selection import field_node, name_node
+from .selection import field_node, operation_document
 
 __all__ = ["MutationCompiler", "PreparedMutation"]
 
@@ -150,23 +150,9 @@ class MutationCompiler:
                 )
             elif is_leaf_type(named(payload_field.type)):
                 selections.append(field_node(field_name))
-        operation = ast.OperationDefinitionNode(
-            operation=ast.OperationType.MUTATION,
-            name=name_node(OPERATION_NAME),
-            directives=(),
-            variable_definitions=tuple(
-                ast.VariableDefinitionNode(
-                    variable=ast.VariableNode(name=name_node(name)),
-                    type=parse_type(arguments[name].type),
-                    directives=(),
-                )
-                for name in names
-            ),
-            selection_set=ast.SelectionSetNode(
-                selections=(field_node(info.name, selections, [(name, name) for name in names]),)
-            ),
-        )
-        document = DocumentNode(definitions=(operation,))
+        variables = {name: arguments[name].type for name in names}
+        call = field_node(info.name, selections, [(name, name) for name in names])
+        document = operation_document(ast.OperationType.MUTATION, OPERATION_NAME, variables, call)
         errors = validate(self.index.schema, document)
         if errors:
             raise ToolError(

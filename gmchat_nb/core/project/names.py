@@ -16,8 +16,10 @@ __all__ = [
     "did_you_mean",
     "normalize_key",
     "pascal_to_snake",
+    "quoted_or",
     "singular",
     "split_words",
+    "suggestion_hint",
 ]
 
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -67,3 +69,16 @@ def did_you_mean(name: str, candidates: Iterable[str], *, limit: int = 3) -> lis
     prefixed = [key for key in by_key if wanted and (key.startswith(wanted) or wanted in key)]
     ordered = list(dict.fromkeys(keys + sorted(prefixed, key=len)))[:limit]
     return [by_key[key] for key in ordered]
+
+
+def quoted_or(items: Iterable[str]) -> str:
+    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``."""
+    quoted = [f"'{item}'" for item in items]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def suggestion_hint(suggestions: list[str]) -> str:
+    """`` Did you mean 'a' or 'b'?`` for error messages, or nothing when there is no suggestion."""
+    return f" Did you mean {quoted_or(suggestions)}?" if suggestions else ""

@@ -9,7 +9,7 @@ from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLSchema
 from .errors import ToolError
 from .graphql_types import named
 from .index import ArgumentInfo, ManagerInfo
-from .names import camel_case, did_you_mean
+from .names import camel_case, did_you_mean, suggestion_hint
 
 __all__ = ["resolve_order"]
 
@@ -76,7 +76,7 @@ def _field(text: str, allowed: list[str], manager: ManagerInfo) -> str:
     if found is not None:
         return found
     suggestions = did_you_mean(text, allowed)
-    hint = f" Did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+    hint = suggestion_hint(suggestions)
     raise ToolError(
         "invalid_order",
         f"{manager.name} cannot be ordered by '{text}'.{hint} Order fields: {', '.join(allowed)}.",

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphql import GraphQLObjectType
+from graphql import GraphQLObjectType, parse_type
 from graphql.language import ast
 
 from .errors import ToolError
 from .index import FieldInfo, ManagerInfo, RelationInfo, SchemaIndex
-from .names import did_you_mean, normalize_key
+from .names import did_you_mean, normalize_key, suggestion_hint
 
 __all__ = [
     "NESTED_PAGE_SIZE",
@@ -35,6 +35,7 @@ __all__ = [
     "compile_fields",
     "field_node",
     "name_node",
+    "operation_document",
 ]
 
 # (argument name, the field it belongs to, path of that field, value) -> variable name
@@ -79,6 +80,30 @@ def field_node(
         directives=(),
         selection_set=ast.SelectionSetNode(selections=tuple(selections)) if selections else None,
     )
+
+
+def operation_document(
+    operation: ast.OperationType,
+    name: str,
+    variables: dict[str, str],
+    root_field: ast.FieldNode,
+) -> ast.DocumentNode:
+    """``query|mutation NAME($var: Type, ...) { root_field }`` with the variables declared."""
+    definition = ast.OperationDefinitionNode(
+        operation=operation,
+        name=name_node(name),
+        directives=(),
+        variable_definitions=tuple(
+            ast.VariableDefinitionNode(
+                variable=ast.VariableNode(name=name_node(variable)),
+                type=parse_type(type_text),
+                directives=(),
+            )
+            for variable, type_text in variables.items()
+        ),
+        selection_set=ast.SelectionSetNode(selections=(root_field,)),
+    )
+    return ast.DocumentNode(definitions=(definition,))
 
 
 def compile_fields(
@@ -301,7 +326,7 @@ def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | Rel
     if found is None:
         names = [item.name for item in manager.fields] + [item.name for item in manager.relations]
         suggestions = did_you_mean(name, names)
-        hint = f" Did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        hint = suggestion_hint(suggestions)
         where = f" (in '{path}')" if path else ""
         raise ToolError(
             "unknown_field",
