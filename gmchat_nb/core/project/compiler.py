@@ -30,12 +30,22 @@ from .selection import (
     operation_document,
 )
 
-__all__ = ["PageRequest", "QueryCompiler", "QueryPlan"]
+__all__ = ["PageRequest", "QueryCompiler", "QueryPlan", "lookups_in"]
 
 OPERATION_NAME = "GmchatQuery"
+SHAPE_CACHE_SIZE = 512
 QUERY_KEYS = frozenset(
     {"manager", "fields", "filters", "exclude", "order_by", "limit", "offset", "root", "arguments"}
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _CompiledShape:
+    """A validated document for one shape of query, reused while only values change."""
+
+    document: DocumentNode
+    shape: dict[str, Shape]
+    constants: dict[str, Any]  # variables fixed by the shape (nested page sizes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +97,8 @@ class QueryCompiler:
         self.max_page_size = max_page_size
         self.filters = FilterResolver(index)
         self._validated: dict[Any, list[str]] = {}
+        self._shapes: dict[Any, _CompiledShape] = {}
+        self._id_documents: dict[tuple[str, int], DocumentNode] = {}
 
     @property
     def row_cap(self) -> int:
@@ -153,9 +165,23 @@ class QueryCompiler:
             variables[variable] = value
             return variable
 
-        selections, shape = compile_fields(self.index, manager, args.get("fields"), bind)
-        document = _document(root, root_arguments, selections, definitions)
-        self._validate(document, root, definitions, args.get("fields"))
+        fields = args.get("fields")
+        key = _shape_key(manager, root, definitions, fields, self.max_page_size)
+        compiled = self._shapes.get(key) if key is not None else None
+        if compiled is None:
+            given = set(variables)
+            selections, shape = compile_fields(self.index, manager, fields, bind)
+            document = _document(root, root_arguments, selections, definitions)
+            self._validate(document, root, definitions, fields)
+            constants = {name: value for name, value in variables.items() if name not in given}
+            compiled = _CompiledShape(document, shape, constants)
+            if key is not None:
+                if len(self._shapes) >= SHAPE_CACHE_SIZE:
+                    self._shapes.clear()
+                self._shapes[key] = compiled
+        else:
+            variables.update(compiled.constants)
+        document, shape = compiled.document, compiled.shape
         return QueryPlan(
             manager=manager,
             root=root,
@@ -166,7 +192,7 @@ class QueryCompiler:
             limit=limit,
             offset=effective_offset,
             shape=shape,
-            id_lookups=_lookups(variables),
+            id_lookups=lookups_in(variables),
             notes=notes,
         )
 
@@ -186,8 +212,11 @@ class QueryCompiler:
             root, self.row_cap, (page - 1) * self.row_cap, None, None
         )
         _declare_page_variables(root, pages, definitions, root_arguments)
-        document = _document(root, root_arguments, [field_node("id")], definitions)
-        self._validate(document, root, definitions, ["id"])
+        document = self._id_documents.get((manager.name, self.max_page_size))
+        if document is None:
+            document = _document(root, root_arguments, [field_node("id")], definitions)
+            self._validate(document, root, definitions, ["id"])
+            self._id_documents[(manager.name, self.max_page_size)] = document
         variables = {"filter": native_filter}
         return QueryPlan(
             manager=manager,
@@ -199,7 +228,7 @@ class QueryCompiler:
             limit=self.row_cap,
             offset=offset,
             shape={"id": LEAF},
-            id_lookups=_lookups(variables),
+            id_lookups=lookups_in(variables),
         )
 
     # -- argument handling ---------------------------------------------------------------------
@@ -364,6 +393,27 @@ def _structure_key(fields: Any) -> str:
     return json.dumps(strip(fields), sort_keys=True, default=str)
 
 
+def _shape_key(
+    manager: ManagerInfo,
+    root: RootInfo,
+    definitions: dict[str, str],
+    fields: Any,
+    page_size: int,
+) -> Any:
+    """What decides the document, or None when nested arguments carry values of their own."""
+    if _has_field_arguments(fields):
+        return None
+    return (manager.name, root.name, tuple(definitions.items()), page_size, _structure_key(fields))
+
+
+def _has_field_arguments(entry: Any) -> bool:
+    if isinstance(entry, dict):
+        return bool(entry.get("arguments")) or any(_has_field_arguments(v) for v in entry.values())
+    if isinstance(entry, list):
+        return any(_has_field_arguments(item) for item in entry)
+    return False
+
+
 def _one_of(args: dict[str, Any], key: str, native: dict[str, Any], native_key: str) -> Any:
     if args.get(key) is not None and native.get(native_key) is not None:
         raise ToolError(
@@ -393,16 +443,17 @@ def _match(key: str, allowed: list[str]) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
-def _lookups(value: Any) -> list[IdLookup]:
+def lookups_in(value: Any) -> list[IdLookup]:
+    """The id look-ups a filter value still waits for."""
     found: list[IdLookup] = []
     if isinstance(value, IdLookup):
         found.append(value)
     elif isinstance(value, dict):
         for item in value.values():
-            found.extend(_lookups(item))
+            found.extend(lookups_in(item))
     elif isinstance(value, list):
         for item in value:
-            found.extend(_lookups(item))
+            found.extend(lookups_in(item))
     return found
 
 

@@ -218,6 +218,7 @@ class SchemaIndex:
             for type_name, manager in self._type_to_manager.items()
             if visible is None or manager in visible
         )
+        self._hidden_cache: dict[str, frozenset[str]] = {}
         mutations = _mutations_by_type(schema, self._visible_types)
         managers: dict[str, ManagerInfo] = {}
         for type_name, roots in all_roots.items():
@@ -356,9 +357,15 @@ class SchemaIndex:
         return "value", None
 
     def _hidden_relation_names(self, object_type: GraphQLObjectType) -> frozenset[str]:
-        return frozenset(
-            name for name, item in object_type.fields.items() if self._classify(item)[0] == "hidden"
-        )
+        hidden = self._hidden_cache.get(object_type.name)
+        if hidden is None:
+            hidden = frozenset(
+                name
+                for name, item in object_type.fields.items()
+                if self._classify(item)[0] == "hidden"
+            )
+            self._hidden_cache[object_type.name] = hidden
+        return hidden
 
     def _fields_and_relations(
         self, object_type: GraphQLObjectType

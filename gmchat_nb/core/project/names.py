@@ -8,6 +8,7 @@ saw last. These helpers convert between the two worlds and suggest the closest v
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable
 
@@ -27,7 +28,13 @@ _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 def split_words(text: str) -> list[str]:
     """Split camelCase, PascalCase, snake_case and prose into lowercase words."""
-    return [word.lower() for word in _WORD.findall(text)]
+    return list(_split_words(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _split_words(text: str) -> tuple[str, ...]:
+    # Field names repeat across managers; the index splits each spelling once.
+    return tuple(word.lower() for word in _WORD.findall(text))
 
 
 def pascal_to_snake(name: str) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compiler import QueryCompiler, QueryPlan
+from .compiler import QueryCompiler, QueryPlan, lookups_in
 from .errors import ToolError
 from .executor import ExecutionOutcome, Executor
 from .filters import IdLookup
@@ -30,13 +30,18 @@ class QueryOutcome:
     """One ``query`` call in full: the result the model gets and the evidence behind it."""
 
     manager: str
-    document: str
+    plan: QueryPlan
     variables: list[dict[str, Any]]
     rows: list[dict[str, Any]]
     total_count: int | None
     has_more: bool | None
     complete: bool
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def document(self) -> str:
+        """The GraphQL document behind the rows (printed on demand: it costs more than a query)."""
+        return self.plan.text
 
     def to_result(self) -> dict[str, Any]:
         """The ``query`` tool result."""
@@ -224,7 +229,7 @@ class Project:
             )
         return QueryOutcome(
             manager=plan.manager.name,
-            document=plan.text,
+            plan=plan,
             variables=variables,
             rows=normalized.rows,
             total_count=normalized.total_count,
@@ -236,12 +241,12 @@ class Project:
     async def _fill_ids(self, lookup: IdLookup, notes: list[str]) -> None:
         """Answer a filter the server cannot nest with the ids of the matching related rows."""
         target = self.index.managers[lookup.manager]
+        for inner in lookups_in(lookup.filter):
+            await self._fill_ids(inner, notes)
         ids: list[str] = []
         page = 1
         while True:
             plan = self.compiler.compile_ids(target, lookup.filter, page)
-            for inner in plan.id_lookups:
-                await self._fill_ids(inner, notes)
             outcome = await self._execute(
                 plan.document, plan.request_variables(plan.pages[0]), "GmchatQuery"
             )

@@ -79,6 +79,11 @@ class ManagerSearch:
                             postings[token][position] = (weight, where)
         self._postings = dict(postings)
         self._vocabulary = sorted(self._postings)
+        # Typos are looked for among words of about the same length (not numbers like 0001).
+        self._fuzzy_vocabulary: dict[int, list[str]] = defaultdict(list)
+        for token in self._vocabulary:
+            if token.isalpha() and len(token) >= 4:
+                self._fuzzy_vocabulary[len(token)].append(token)
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
         """The best ``limit`` managers for ``query``, best first; [] when nothing matches."""
@@ -146,7 +151,12 @@ class ManagerSearch:
         if len(word) < 4:
             return {}
         found: dict[int, tuple[float, str]] = {}
-        for token in difflib.get_close_matches(word, self._vocabulary, n=3, cutoff=0.8):
+        candidates = [
+            token
+            for length in range(len(word) - 2, len(word) + 3)
+            for token in self._fuzzy_vocabulary.get(length, ())
+        ]
+        for token in difflib.get_close_matches(word, candidates, n=3, cutoff=0.8):
             for position, (weight, where) in self._postings[token].items():
                 scaled = weight * PREFIX_FACTOR
                 if position not in found or found[position][0] < scaled:

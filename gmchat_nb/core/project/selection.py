@@ -17,6 +17,7 @@ a nested list is complete. The :class:`Shape` recorded alongside tells the norma
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,12 @@ def field_node(
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _type_node(type_text: str) -> ast.TypeNode:
+    """Parsed once per type: graphql-core's parser is slow to start."""
+    return parse_type(type_text)
+
+
 def operation_document(
     operation: ast.OperationType,
     name: str,
@@ -96,7 +103,7 @@ def operation_document(
         variable_definitions=tuple(
             ast.VariableDefinitionNode(
                 variable=ast.VariableNode(name=name_node(variable)),
-                type=parse_type(type_text),
+                type=_type_node(type_text),
                 directives=(),
             )
             for variable, type_text in variables.items()
