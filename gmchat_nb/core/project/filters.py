@@ -44,12 +44,41 @@ class IdLookup:
     ids: list[str] | None = field(default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class _InputTable:
+    """What one filter input type offers one manager, worked out once."""
+
+    visible: tuple[str, ...]
+    visible_set: frozenset[str]
+    by_key: dict[str, tuple[str, ...]]  # normalize_key(name) -> names
+    lookups: dict[str, dict[str, str]]  # normalize_key(field) -> lookup -> native name
+
+    @classmethod
+    def build(
+        cls, index: SchemaIndex, manager: ManagerInfo, input_type: GraphQLInputObjectType
+    ) -> _InputTable:
+        visible = tuple(
+            name for name in input_type.fields if index.filter_key_visible(manager.type_name, name)
+        )
+        by_key: dict[str, tuple[str, ...]] = {}
+        lookups: dict[str, dict[str, str]] = {}
+        for name in visible:
+            by_key[normalize_key(name)] = (*by_key.get(normalize_key(name), ()), name)
+            if input_object(input_type.fields[name].type) is not None:
+                continue
+            base, _, suffix = name.partition("_")
+            lookup = suffix.lower() if suffix else "exact"
+            if "_" not in suffix and lookup in LOOKUPS:
+                lookups.setdefault(normalize_key(base), {}).setdefault(lookup, name)
+        return cls(visible, frozenset(visible), by_key, lookups)
+
+
 class FilterResolver:
     """Resolves filter mappings of one schema index (stateless between calls)."""
 
     def __init__(self, index: SchemaIndex) -> None:
         self.index = index
-        self._visible: dict[tuple[str, str, str], bool] = {}
+        self._tables: dict[tuple[str, str], _InputTable] = {}
 
     def resolve(
         self,
@@ -288,30 +317,33 @@ class FilterResolver:
 
     # -- name resolution -----------------------------------------------------------------------
 
+    def _table(self, manager: ManagerInfo, input_type: GraphQLInputObjectType) -> _InputTable:
+        key = (manager.type_name, input_type.name)
+        table = self._tables.get(key)
+        if table is None:
+            table = _InputTable.build(self.index, manager, input_type)
+            self._tables[key] = table
+        return table
+
     def _visible_fields(
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType
-    ) -> list[str]:
-        return [name for name in input_type.fields if self._is_visible(manager, input_type, name)]
+    ) -> tuple[str, ...]:
+        return self._table(manager, input_type).visible
 
     def _is_visible(
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, name: str
     ) -> bool:
-        cache_key = (manager.type_name, input_type.name, name)
-        visible = self._visible.get(cache_key)
-        if visible is None:
-            visible = self.index.filter_key_visible(manager.type_name, name)
-            self._visible[cache_key] = visible
-        return visible
+        return name in self._table(manager, input_type).visible_set
 
     def _native_name(
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, key: str
     ) -> str | None:
+        table = self._table(manager, input_type)
+        if key in table.visible_set:
+            return key
         if key in input_type.fields:
-            return key if self._is_visible(manager, input_type, key) else None
-        wanted = normalize_key(key)
-        matches = [
-            n for n in self._visible_fields(manager, input_type) if normalize_key(n) == wanted
-        ]
+            return None  # a field that reaches a hidden manager
+        matches = table.by_key.get(normalize_key(key), ())
         return matches[0] if len(matches) == 1 else None
 
     def _flat_name(
@@ -334,18 +366,7 @@ class FilterResolver:
     def _lookups_of(
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, field_name: str
     ) -> dict[str, str]:
-        wanted = normalize_key(field_name)
-        found: dict[str, str] = {}
-        for name in self._visible_fields(manager, input_type):
-            if input_object(input_type.fields[name].type) is not None:
-                continue
-            base, _, suffix = name.partition("_")
-            if normalize_key(base) != wanted or "_" in suffix:
-                continue
-            lookup = suffix.lower() if suffix else "exact"
-            if lookup in LOOKUPS:
-                found.setdefault(lookup, name)
-        return found
+        return self._table(manager, input_type).lookups.get(normalize_key(field_name), {})
 
     def _nested_name(
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, head: str
@@ -376,7 +397,7 @@ class FilterResolver:
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, key: str
     ) -> ToolError:
         names = self._visible_fields(manager, input_type)
-        spellings = names + [_django_spelling(name) for name in names]
+        spellings = [*names, *(_django_spelling(name) for name in names)]
         suggestions = did_you_mean(key, spellings)
         hint = suggestion_hint(suggestions)
         return ToolError(
