@@ -42,17 +42,20 @@ def pascal_to_snake(name: str) -> str:
     return "_".join(split_words(name))
 
 
+@functools.lru_cache(maxsize=65536)
 def camel_case(snake: str) -> str:
     """``unit_price`` -> ``unitPrice``; names already in camelCase are kept."""
     head, *rest = snake.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest if part)
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_key(name: str) -> str:
     """A case- and separator-insensitive key: ``Unit_Price`` and ``unitPrice`` -> ``unitprice``."""
     return re.sub(r"[^0-9a-z]", "", name.lower())
 
 
+@functools.lru_cache(maxsize=65536)
 def singular(word: str) -> str:
     """A cheap English singular for search and name matching (``parts`` -> ``part``)."""
     if len(word) > 4 and word.endswith("ies"):

@@ -204,9 +204,14 @@ class Project:
         for lookup in plan.id_lookups:
             await self._fill_ids(lookup, plan.notes)
         variables = [plan.request_variables(page) for page in plan.pages]
-        outcomes = await asyncio.gather(
-            *(self._execute(plan.document, v, "GmchatQuery") for v in variables)
-        )
+        if len(variables) == 1:  # the usual case: no task to schedule
+            outcomes = [await self._execute(plan.document, variables[0], "GmchatQuery")]
+        else:
+            outcomes = list(
+                await asyncio.gather(
+                    *(self._execute(plan.document, v, "GmchatQuery") for v in variables)
+                )
+            )
         errors = [error for outcome in outcomes for error in outcome.errors]
         if errors:
             raise _query_error(plan, errors)
