@@ -27,7 +27,7 @@ from graphql.language import ast
 
 from .errors import ToolError
 from .index import FieldInfo, ManagerInfo, RelationInfo, SchemaIndex
-from .names import did_you_mean, normalize_key, suggestion_hint
+from .names import did_you_mean, normalize_key, singular, suggestion_hint
 
 __all__ = [
     "NESTED_PAGE_SIZE",
@@ -325,9 +325,9 @@ def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | Rel
         # ``unit_price`` -> ``unitPrice``, ``material_id`` -> ``materialId``, ``parts`` -> ``partsList``
         matches = [c for c in candidates if normalize_key(c.name) == wanted]
         if not matches:
-            matches = [
-                c for c in manager.relations if normalize_key(c.name) in (f"{wanted}list", wanted)
-            ]
+            # ``parts`` -> ``partsList``; ``projects`` -> the reverse relation ``projectList``
+            stems = (f"{wanted}list", f"{singular(wanted)}list")
+            matches = [c for c in manager.relations if normalize_key(c.name) in stems]
         if len(matches) == 1:
             found = matches[0]
     if found is None:

@@ -278,6 +278,10 @@ async def test_field_name_slips_resolve(project: Project) -> None:
     assert row["unitPrice"] == {"value": 0.25, "unit": "EUR"}
     assert row["material"]["name"] == "Steel"  # a relation named alone selects its plain fields
     assert {"id", "quantity", "supplierId"} <= set(row)
+    reverse = await run(
+        project, manager="Part", filters={"name": "Gear"}, fields=[{"projects": ["name"]}]
+    )
+    assert reverse["data"] == [{"projectList": [{"name": "Apollo"}]}]
 
 
 async def test_an_empty_result_is_complete(project: Project) -> None:
