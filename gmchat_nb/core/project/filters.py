@@ -22,10 +22,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphql import GraphQLError, GraphQLInputObjectType, GraphQLInputType, coerce_input_value
+from graphql import GraphQLInputObjectType, GraphQLInputType
 
 from .errors import ToolError
-from .graphql_types import input_object, raise_first_error
+from .graphql_types import input_object, input_value_error
 from .index import LOOKUPS, RELATION_MODES, ManagerInfo, RelationInfo, SchemaIndex
 from .names import camel_case, did_you_mean, normalize_key, quoted_or, singular, suggestion_hint
 
@@ -306,13 +306,12 @@ class FilterResolver:
         field_type: GraphQLInputType = input_type.fields[native].type
         if isinstance(item, IdLookup):
             return item
-        try:
-            coerce_input_value(item, field_type, raise_first_error)
-        except GraphQLError as error:
+        problem = input_value_error(item, field_type)
+        if problem is not None:
             raise ToolError(
                 "invalid_filter",
-                f"Filter '{native}' on {manager.name} expects {field_type}: {error.message}",
-            ) from None
+                f"Filter '{native}' on {manager.name} expects {field_type}: {problem}",
+            )
         return item
 
     # -- name resolution -----------------------------------------------------------------------

@@ -6,33 +6,53 @@ from typing import Any
 
 from graphql import (
     GraphQLArgument,
-    GraphQLError,
     GraphQLField,
     GraphQLInputField,
     GraphQLInputObjectType,
+    GraphQLInputType,
     GraphQLList,
     GraphQLNamedType,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLType,
+    Undefined,
+    coerce_input_value,
     is_leaf_type,
+    value_from_ast_untyped,
 )
+
+try:  # graphql-core 3.3 split validation out of coercion
+    from graphql.utilities import (  # type: ignore[attr-defined,unused-ignore]
+        validate_input_value as _validate_input_value,
+    )
+except ImportError:  # graphql-core 3.2
+    _validate_input_value = None
 
 __all__ = [
     "PageShape",
+    "default_of",
     "has_required_arguments",
     "input_object",
+    "input_value_error",
     "is_list",
     "is_required",
     "named",
     "page_shape",
-    "raise_first_error",
 ]
 
 
-def raise_first_error(path: Any, invalid: Any, error: GraphQLError) -> None:
-    """``on_error`` for ``coerce_input_value``: stop at the first problem, with its message."""
-    raise error
+def input_value_error(value: Any, type_: GraphQLInputType) -> str | None:
+    """Why ``value`` is not a valid ``type_`` input (graphql-core's own words), or None."""
+    messages: list[str] = []
+    if _validate_input_value is not None:  # graphql-core 3.3
+        _validate_input_value(value, type_, lambda error, path: messages.append(error.message))
+    else:  # graphql-core 3.2 reports through coerce_input_value's on_error
+        coerce_input_value(
+            value,
+            type_,
+            lambda path, invalid, error: messages.append(error.message),  # type: ignore[call-arg,arg-type,unused-ignore]
+        )
+    return messages[0] if messages else None
 
 
 def named(type_: GraphQLType) -> GraphQLNamedType:
@@ -50,11 +70,23 @@ def is_list(type_: GraphQLType) -> bool:
     return isinstance(type_, GraphQLList)
 
 
+def default_of(arg: GraphQLArgument | GraphQLInputField) -> tuple[bool, Any]:
+    """``(has_default, value)``, whether the schema was built in process or introspected."""
+    default = getattr(arg, "default", None)  # graphql-core 3.3 keeps a value or a literal
+    if default is not None:
+        if default.value is not Undefined:
+            return True, default.value
+        if default.literal is not None:
+            return True, value_from_ast_untyped(default.literal)
+        return False, None
+    if arg.default_value is not Undefined:  # graphql-core 3.2
+        return True, arg.default_value
+    return False, None
+
+
 def is_required(arg: GraphQLArgument | GraphQLInputField) -> bool:
     """An argument or input field the caller must give (non-null and without a default)."""
-    from graphql import Undefined
-
-    return isinstance(arg.type, GraphQLNonNull) and arg.default_value is Undefined
+    return isinstance(arg.type, GraphQLNonNull) and not default_of(arg)[0]
 
 
 def has_required_arguments(field: GraphQLField) -> bool:

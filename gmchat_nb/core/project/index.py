@@ -24,12 +24,12 @@ from graphql import (
     GraphQLInputObjectType,
     GraphQLObjectType,
     GraphQLSchema,
-    Undefined,
     is_leaf_type,
 )
 
 from .errors import ToolError
 from .graphql_types import (
+    default_of,
     has_required_arguments,
     input_object,
     is_list,
@@ -516,12 +516,12 @@ def _root_info(name: str, root: GraphQLField) -> RootInfo:
 
 
 def _argument_info(name: str, argument: Any) -> ArgumentInfo:
-    has_default = argument.default_value is not Undefined
+    has_default, default = default_of(argument)
     return ArgumentInfo(
         name=name,
         type=str(argument.type),
         required=is_required(argument),
-        default=argument.default_value if has_default else None,
+        default=default,
         has_default=has_default,
         description=_collapse(argument.description or ""),
     )

@@ -16,10 +16,8 @@ from typing import Any, cast
 
 from graphql import (
     DocumentNode,
-    GraphQLError,
     GraphQLInputType,
     GraphQLObjectType,
-    coerce_input_value,
     is_input_type,
     is_leaf_type,
     parse_type,
@@ -30,7 +28,7 @@ from graphql import (
 from graphql.language import ast
 
 from .errors import ToolError
-from .graphql_types import named, raise_first_error
+from .graphql_types import input_value_error, named
 from .index import ArgumentInfo, MutationInfo, SchemaIndex
 from .names import normalize_key
 from .selection import field_node, operation_document
@@ -165,13 +163,12 @@ class MutationCompiler:
     def _check_value(self, info: MutationInfo, argument: ArgumentInfo, value: Any) -> None:
         input_type = type_from_ast(self.index.schema, parse_type(argument.type))
         assert is_input_type(input_type)
-        try:
-            coerce_input_value(value, cast(GraphQLInputType, input_type), raise_first_error)
-        except GraphQLError as error:
+        problem = input_value_error(value, cast(GraphQLInputType, input_type))
+        if problem is not None:
             raise ToolError(
                 "invalid_mutation_input",
-                f"Argument '{argument.name}' of {info.name} expects {argument.type}: {error.message}",
-            ) from None
+                f"Argument '{argument.name}' of {info.name} expects {argument.type}: {problem}",
+            )
 
 
 def _list(arguments: list[ArgumentInfo]) -> str:

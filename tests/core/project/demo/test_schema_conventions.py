@@ -19,6 +19,7 @@ from graphql import (
 )
 
 from gmchat_nb.core.project.demo import DemoBackend
+from gmchat_nb.core.project.graphql_types import default_of
 
 SAMPLE = Path("/work/shared/spec/generalmanager-sample-schema.graphql")
 MANAGERS = ("Material", "Supplier", "Part", "Project", "PurchaseOrder")
@@ -119,7 +120,7 @@ def test_order_inputs_match(inventory: DemoBackend, sample: GraphQLSchema, manag
         )
     order_by = inventory.schema.get_type(manager + "OrderBy")
     assert isinstance(order_by, GraphQLInputObjectType)
-    assert order_by.fields["direction"].default_value == "ASC"
+    assert default_of(order_by.fields["direction"]) == (True, "ASC")
 
 
 def test_order_direction_and_page_info_match(inventory: DemoBackend, sample: GraphQLSchema) -> None:
@@ -185,8 +186,8 @@ def test_mutations_match(inventory: DemoBackend, sample: GraphQLSchema, manager:
         for (name, our_type), (_, their_type) in zip(ours, theirs, strict=True):
             expected = REQUIRED_DIFFERENCES.get((field, name), (their_type, their_type))[0]
             assert our_type == expected, (field, name)
-        our_defaults = {k: a.default_value for k, a in ours_root.fields[field].args.items()}
-        their_defaults = {k: a.default_value for k, a in theirs_root.fields[field].args.items()}
+        our_defaults = {k: default_of(a) for k, a in ours_root.fields[field].args.items()}
+        their_defaults = {k: default_of(a) for k, a in theirs_root.fields[field].args.items()}
         assert our_defaults == their_defaults
         assert ours_root.fields[field].description == f"Mutation to {verb} {manager}"
         payload = inventory.schema.get_type(verb.capitalize() + manager)
