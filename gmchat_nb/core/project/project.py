@@ -272,7 +272,7 @@ class Project:
         lookup.ids = ids
         notes.append(
             f"{lookup.description}: this server's filters do not nest that deep, so the matching "
-            f"{lookup.manager} rows were looked up first ({len(ids)} ids)."
+            f"{lookup.manager} rows were looked up first ({len(ids)} {'id' if len(ids) == 1 else 'ids'})."
         )
 
     async def _execute(
