@@ -8,6 +8,8 @@ and correct.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -91,7 +93,9 @@ _DESCRIPTIONS = {
 }
 
 
+@functools.cache
 def _schemas() -> dict[str, dict[str, Any]]:
+    """The input schemas (built once; callers outside this module get copies)."""
     return {
         "search_managers": _object(
             {
@@ -134,7 +138,7 @@ def tool_definitions(project: Project, strategy: str = "discovery") -> list[dict
     ``direct`` keeps the discovery tools and adds one ``query_<manager>`` tool per exposed manager
     with the manager fixed (GeneralManager drops the other tools, leaving no way to mutate).
     """
-    schemas = _schemas()
+    schemas = copy.deepcopy(_schemas())
     tools = [
         {"name": name, "description": _DESCRIPTIONS[name], "input_schema": schemas[name]}
         for name in DISCOVERY_TOOLS

@@ -21,7 +21,6 @@ from typing import Any
 from graphql import (
     GraphQLEnumType,
     GraphQLField,
-    GraphQLInputObjectType,
     GraphQLObjectType,
     GraphQLSchema,
     is_leaf_type,
@@ -238,16 +237,6 @@ class SchemaIndex:
     def names(self) -> tuple[str, ...]:
         """The exposed manager names in schema order."""
         return tuple(self.managers)
-
-    def manager_for_type(self, type_name: str) -> str | None:
-        """The exposed manager whose object type is ``type_name``."""
-        if type_name not in self._visible_types:
-            return None
-        return self._type_to_manager[type_name]
-
-    def is_hidden_type(self, type_name: str) -> bool:
-        """True for the object type of a manager that is not exposed."""
-        return type_name in self._type_to_manager and type_name not in self._visible_types
 
     def find(self, name: str) -> ManagerInfo | None:
         """Resolve ``Part``, ``part``, ``PartManager``, ``PartType``, ``partList``, ``parts``."""
@@ -646,9 +635,3 @@ def _graphql_literal(value: Any) -> str:
     if isinstance(value, str):
         return f'"{value}"'
     return str(value)
-
-
-def input_type_of(argument: ArgumentInfo, schema: GraphQLSchema) -> GraphQLInputObjectType | None:
-    """The input object type an argument takes (``PartFilterTypeDepth1``), if any."""
-    base = schema.type_map.get(argument.type.strip("[]!"))
-    return base if isinstance(base, GraphQLInputObjectType) else None
