@@ -179,31 +179,21 @@ class FilterResolver:
                 return [(native, self._leaf(manager, input_type, native, item, where))]
         nested_name = self._nested_name(manager, input_type, head)
         if nested_name is not None:
+            # Rewrite the path as the native nested form, which _native_value resolves.
             nested = input_object(input_type.fields[nested_name].type)
             assert nested is not None
-            relation = self._relation_for(manager, nested_name)
-            assert relation is not None
-            target = self.index.managers[relation.target]
-            modes = _modes(nested)
-            inner_key = "__".join(rest)
-            if modes:
-                mode = "any"
-                if rest[0].lower() in modes:
-                    mode, inner_key = rest[0].lower(), "__".join(rest[1:])
-                if not inner_key:
+            inner: dict[str, Any] = {"__".join(rest): item}
+            if _modes(nested) and rest[0].lower() in _modes(nested):
+                if len(rest) == 1:
                     raise ToolError(
                         "invalid_filter",
-                        f"Filter '{key}' in '{where}' needs a field after '{mode}'.",
+                        f"Filter '{key}' in '{where}' needs a field after '{rest[0]}'.",
                     )
-                self._check_mode(mode, in_exclude, where)
-                mode_type = input_object(nested.fields[mode].type)
-                assert mode_type is not None
-                inner = self._resolve(
-                    target, mode_type, {inner_key: item}, where, in_exclude, depth + 1
-                )
-                return [(nested_name, {mode: inner})]
-            inner = self._resolve(target, nested, {inner_key: item}, where, in_exclude, depth + 1)
-            return [(nested_name, inner)]
+                inner = {rest[0].lower(): {"__".join(rest[1:]): item}}
+            value = self._native_value(
+                manager, input_type, nested_name, inner, where, in_exclude, depth
+            )
+            return [(nested_name, value)]
         relation = self._relation_for(manager, head)
         if relation is not None:
             return [
