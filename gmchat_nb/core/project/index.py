@@ -152,10 +152,17 @@ class RootInfo:
     items_field: str
     page_info_field: str
     total_field: str
+    _by_name: Mapping[str, ArgumentInfo] = dataclasses.field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        # Every compile asks for several arguments by name.
+        object.__setattr__(self, "_by_name", {arg.name: arg for arg in self.arguments})
 
     def argument(self, name: str) -> ArgumentInfo | None:
         """The argument called ``name``, if the root has it."""
-        return next((arg for arg in self.arguments if arg.name == name), None)
+        return self._by_name.get(name)
 
 
 @dataclass(frozen=True, slots=True)
