@@ -1,0 +1,167 @@
+"""The events of a chat turn and their JSON, exactly as spec/chat-api-reference.txt defines them.
+
+The same event objects feed the notebook widget, SSE frames, WebSocket messages, the HTTP
+envelope, the audit log, the persistence journal and eval traces. ``to_dict()`` gives the spec's
+JSON; additions (``sequence``, a query result's ``frame`` summary) are extra fields that clients
+ignore. Every public error code and its fixed, non-sensitive message lives here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "ERROR_MESSAGES",
+    "ChatEvent",
+    "ConfirmMutation",
+    "Done",
+    "Error",
+    "TextChunk",
+    "ToolCall",
+    "ToolResult",
+    "error_event",
+    "event_from_dict",
+]
+
+# code -> the fixed public message (GeneralManager 0.87.1's texts, so clients can match on them)
+ERROR_MESSAGES: dict[str, str] = {
+    "bad_event": "Unknown chat event.",
+    "bad_message": "Message text is required.",
+    "confirmation_pending": "A mutation confirmation is still pending.",
+    "confirmation_unavailable": "Pending confirmation is no longer available.",
+    "turn_in_progress": "A chat turn is already in progress.",
+    "rate_limited": "Chat rate limit exceeded. Try again later.",
+    "tool_retry_limit": "Chat tool retry limit exceeded.",
+    "mutation_limit": "Chat mutation limit exceeded.",
+    "turn_limit": "Chat turn limit exceeded.",
+    "mutation_batch_unsupported": "Request mutations one at a time.",
+    "confirmation_required_transport": "Confirmed mutations require WebSocket or SSE transport.",
+    "chat_error": "Chat request failed.",
+    "deadline_exceeded": "The request reached its time limit.",
+    "provider_failed": "The provider could not complete the request.",
+    "forbidden": "Forbidden.",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Event:
+    """Fields every event has: its position in the turn (``sequence``, set by the session)."""
+
+    type: ClassVar[str]
+    sequence: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's JSON: the spec's fields, then ``sequence`` when known."""
+        payload: dict[str, Any] = {"type": self.type}
+        for item in dataclasses.fields(self):
+            if item.name == "sequence":
+                continue
+            value = getattr(self, item.name)
+            if value is None and item.name in self._optional:
+                continue
+            payload[item.name] = value
+        if self.sequence is not None:
+            payload["sequence"] = self.sequence
+        return payload
+
+    _optional: ClassVar[frozenset[str]] = frozenset()
+
+    def numbered(self, sequence: int) -> ChatEvent:
+        """The same event with its sequence number."""
+        return dataclasses.replace(self, sequence=sequence)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextChunk(_Event):
+    """One fragment of the assistant's answer."""
+
+    type: ClassVar[str] = "text_chunk"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall(_Event):
+    """The model asked for a tool."""
+
+    type: ClassVar[str] = "tool_call"
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult(_Event):
+    """What the tool answered (also errors, as ``{"status": "error", ...}`` results).
+
+    ``frame`` summarises a query's rows for displays (``{"rows": n, "columns": [...]}``).
+    """
+
+    type: ClassVar[str] = "tool_result"
+    _optional: ClassVar[frozenset[str]] = frozenset({"frame"})
+    id: str
+    name: str
+    result: Any
+    frame: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmMutation(_Event):
+    """An allow-listed, validated mutation waits for a human's decision.
+
+    ``expires_in_seconds`` tells a display how long the decision may take.
+    """
+
+    type: ClassVar[str] = "confirm_mutation"
+    _optional: ClassVar[frozenset[str]] = frozenset({"expires_in_seconds"})
+    id: str
+    mutation: str
+    input: dict[str, Any]
+    expires_in_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Done(_Event):
+    """The turn is complete; ``usage`` sums the provider's tokens over the turn."""
+
+    type: ClassVar[str] = "done"
+    usage: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Error(_Event):
+    """A public, non-sensitive failure that ends the turn (or refuses a request)."""
+
+    type: ClassVar[str] = "error"
+    _optional: ClassVar[frozenset[str]] = frozenset({"retry_after_seconds"})
+    message: str
+    code: str
+    retry_after_seconds: int | None = None
+
+
+ChatEvent = TextChunk | ToolCall | ToolResult | ConfirmMutation | Done | Error
+EventType = Literal["text_chunk", "tool_call", "tool_result", "confirm_mutation", "done", "error"]
+
+
+def error_event(code: str, *, retry_after_seconds: int | None = None) -> Error:
+    """The error event for ``code`` with its fixed public message."""
+    return Error(
+        message=ERROR_MESSAGES.get(code, ERROR_MESSAGES["chat_error"]),
+        code=code if code in ERROR_MESSAGES else "chat_error",
+        retry_after_seconds=retry_after_seconds,
+    )
+
+
+_BY_TYPE: dict[str, type[_Event]] = {
+    cls.type: cls for cls in (TextChunk, ToolCall, ToolResult, ConfirmMutation, Done, Error)
+}
+
+
+def event_from_dict(payload: dict[str, Any]) -> ChatEvent:
+    """Rebuild an event from its JSON (the persisted journal, replayed transcripts)."""
+    cls = _BY_TYPE.get(str(payload.get("type")))
+    if cls is None:
+        raise ValueError(f"unknown event type {payload.get('type')!r}")
+    names = {item.name for item in dataclasses.fields(cls)}
+    return cls(**{key: value for key, value in payload.items() if key in names})  # type: ignore[return-value]

@@ -1,0 +1,1 @@
+"""Providers: the protocol, the registry of provider specs, and the offline providers."""

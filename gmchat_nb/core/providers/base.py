@@ -1,0 +1,184 @@
+"""The provider protocol: provider-neutral messages in, a stream of text, tool calls and Done out.
+
+A provider turns ``(messages, tools)`` into an async stream of :class:`TextChunkEvent`,
+:class:`ToolCallEvent` and exactly one final :class:`DoneEvent`. History keeps tool calls and
+results as structured data (ids, names, arguments, results), which each adapter translates into
+its SDK's native format. Providers never retry: the tool loop owns retries.
+"""
+
+from __future__ import annotations
+
+import types
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+__all__ = [
+    "BaseLLMProvider",
+    "DoneEvent",
+    "Message",
+    "MissingExtraError",
+    "ProviderCompletionError",
+    "ProviderError",
+    "ProviderEvent",
+    "TextChunkEvent",
+    "TokenUsage",
+    "ToolCallEvent",
+    "ToolDefinition",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens one provider request used (zeros when the provider does not say)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """``{"input_tokens": ..., "output_tokens": ...}``."""
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunkEvent:
+    """Streamed assistant text."""
+
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A request to run one tool. ``error`` is set when the provider's arguments were not valid
+    JSON: the loop then reports that to the model as a tool error instead of guessing ``{}``."""
+
+    id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    """The end of one provider response. ``finish_reason`` is ``"stop"``, ``"tool_calls"``,
+    ``"length"`` (truncated) or the provider's own word."""
+
+    usage: TokenUsage = TokenUsage()
+    finish_reason: str | None = None
+
+
+ProviderEvent = TextChunkEvent | ToolCallEvent | DoneEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry of provider-neutral history.
+
+    ``assistant`` messages may carry ``tool_calls``; each ``tool`` message answers one call
+    (``tool_call_id``, ``tool_name``) with its JSON ``tool_result``.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCallEvent, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as a model is offered it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> ToolDefinition:
+        """From ``{name, description, input_schema}`` (what ``Project.tool_definitions`` gives)."""
+        return cls(payload["name"], payload["description"], dict(payload["input_schema"]))
+
+
+class ProviderError(Exception):
+    """A provider request failed (HTTP error, refusal, broken stream). The message stays
+    server-side; clients see only ``provider_failed``."""
+
+    public_code = "provider_failed"
+
+
+class ProviderCompletionError(ProviderError):
+    """A stream broke the protocol: no Done, events after Done, or an unknown event."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+
+
+class MissingExtraError(ImportError):
+    """The provider's SDK is not installed; the message says which extra to install."""
+
+    def __init__(self, provider: str, extra: str) -> None:
+        super().__init__(f'The {provider} provider needs its SDK: pip install "gmchat_nb[{extra}]"')
+        self.extra = extra
+
+
+class BaseLLMProvider(ABC):
+    """A streaming, tool-calling model.
+
+    Subclasses set ``name`` (and ``required_extra`` when they need an SDK) and implement
+    :meth:`complete`. ``timeout_seconds`` (first event, default 60) and
+    ``stream_timeout_seconds`` (between events, default 30) come from the provider's own config.
+    """
+
+    name: ClassVar[str] = "provider"
+    required_extra: ClassVar[str | None] = None
+    default_config: ClassVar[Mapping[str, Any]] = types.MappingProxyType({})
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        merged = {**self.default_config, **(config or {})}
+        self._config: Mapping[str, Any] = types.MappingProxyType(merged)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> BaseLLMProvider:
+        """A provider built from a copy of ``config``."""
+        return cls(dict(config or {}))
+
+    @property
+    def provider_config(self) -> Mapping[str, Any]:
+        """The read-only configuration of this instance."""
+        return self._config
+
+    @classmethod
+    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
+        """Raise when this provider cannot work as configured (missing SDK, bad values)."""
+
+    @property
+    def label(self) -> str:
+        """``openai:gpt-4.1-mini`` style name for reports and displays."""
+        model = self._config.get("model")
+        return f"{self.name}:{model}" if model else self.name
+
+    @property
+    def timeout_seconds(self) -> float:
+        """How long to wait for the first event of a response."""
+        return float(self._config.get("timeout_seconds", 60))
+
+    @property
+    def stream_timeout_seconds(self) -> float:
+        """How long to wait between later events of a response."""
+        return float(self._config.get("stream_timeout_seconds", 30))
+
+    @abstractmethod
+    def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream one response to ``messages`` with ``tools`` available."""
