@@ -152,9 +152,7 @@ class RootInfo:
     items_field: str
     page_info_field: str
     total_field: str
-    _by_name: Mapping[str, ArgumentInfo] = dataclasses.field(
-        init=False, repr=False, compare=False
-    )
+    _by_name: Mapping[str, ArgumentInfo] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Every compile asks for several arguments by name.

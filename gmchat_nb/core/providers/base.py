@@ -8,6 +8,7 @@ its SDK's native format. Providers never retry: the tool loop owns retries.
 
 from __future__ import annotations
 
+import importlib.util
 import types
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
@@ -141,6 +142,7 @@ class BaseLLMProvider(ABC):
 
     name: ClassVar[str] = "provider"
     required_extra: ClassVar[str | None] = None
+    sdk_module: ClassVar[str | None] = None  # imported only when the provider is used
     default_config: ClassVar[Mapping[str, Any]] = types.MappingProxyType({})
 
     def __init__(self, config: Mapping[str, Any] | None = None) -> None:
@@ -160,6 +162,8 @@ class BaseLLMProvider(ABC):
     @classmethod
     def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
         """Raise when this provider cannot work as configured (missing SDK, bad values)."""
+        if cls.sdk_module and importlib.util.find_spec(cls.sdk_module) is None:
+            raise MissingExtraError(cls.name, cls.required_extra or cls.name)
 
     @property
     def label(self) -> str:
