@@ -12,14 +12,15 @@ import copy
 import functools
 import json
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .project.errors import ToolError
 
 if TYPE_CHECKING:
-    from .project.project import Project
+    from .project.project import Project, QueryOutcome
 
-__all__ = ["DISCOVERY_TOOLS", "dispatch", "tool_definitions"]
+__all__ = ["DISCOVERY_TOOLS", "ToolRun", "dispatch", "is_read_tool", "run_tool", "tool_definitions"]
 
 log = logging.getLogger(__name__)
 
@@ -170,22 +171,42 @@ def direct_tool_name(manager: str) -> str:
     return f"{DIRECT_PREFIX}{manager.lower()}"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    """A tool's JSON result, and for a successful query the evidence behind it."""
+
+    result: Any
+    outcome: QueryOutcome | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True for an error result."""
+        return isinstance(self.result, dict) and self.result.get("status") == "error"
+
+
 async def dispatch(project: Project, name: str, args: Any) -> Any:
     """Run one tool call and return its JSON result, errors included."""
+    return (await run_tool(project, name, args)).result
+
+
+async def run_tool(project: Project, name: str, args: Any) -> ToolRun:
+    """Run one tool call; never raises. Queries also return their :class:`QueryOutcome`."""
     try:
         return await _dispatch(project, name, args)
     except ToolError as error:
-        return error.to_result()
+        return ToolRun(error.to_result())
     except Exception:  # a bug must not end the turn; the model gets a plain error
         log.exception("tool %s failed", name)
-        return {
-            "status": "error",
-            "code": "tool_failed",
-            "message": f"The {name} tool failed unexpectedly; try a simpler call.",
-        }
+        return ToolRun(
+            {
+                "status": "error",
+                "code": "tool_failed",
+                "message": f"The {name} tool failed unexpectedly; try a simpler call.",
+            }
+        )
 
 
-async def _dispatch(project: Project, name: str, args: Any) -> Any:
+async def _dispatch(project: Project, name: str, args: Any) -> ToolRun:
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
@@ -206,20 +227,21 @@ async def _dispatch(project: Project, name: str, args: Any) -> Any:
             name, args, {k: v for k, v in _QUERY_PROPERTIES.items() if k != "manager"}, ["fields"]
         )
         outcome = await project.query(**{**args, "manager": manager.name})
-        return outcome.to_result()
+        return ToolRun(outcome.to_result(), outcome)
     schema = schemas.get(name)
     if schema is None:
         raise _unknown_tool(project, name)
     _check_arguments(name, args, schema["properties"], schema["required"])
     if name == "search_managers":
-        return project.search_managers(args["query"], args.get("limit", 10))
+        return ToolRun(project.search_managers(args["query"], args.get("limit", 10)))
     if name == "get_manager_schema":
-        return project.get_manager_schema(args["manager"])
+        return ToolRun(project.get_manager_schema(args["manager"]))
     if name == "find_path":
-        return project.find_path(args["from_manager"], args["to_manager"])
+        return ToolRun(project.find_path(args["from_manager"], args["to_manager"]))
     if name == "query":
-        return (await project.query(**args)).to_result()
-    return await project.mutate(args["mutation"], args["input"])
+        outcome = await project.query(**args)
+        return ToolRun(outcome.to_result(), outcome)
+    return ToolRun(await project.mutate(args["mutation"], args["input"]))
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -264,3 +286,8 @@ def _unknown_tool(project: Project, name: str) -> ToolError:
     suggestions = did_you_mean(name, names)
     hint = suggestion_hint(suggestions)
     return ToolError("unknown_tool", f"Unknown tool '{name}'.{hint}")
+
+
+def is_read_tool(name: str) -> bool:
+    """Every tool but ``mutate`` only reads."""
+    return name != "mutate"

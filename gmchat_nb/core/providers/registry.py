@@ -1,0 +1,113 @@
+"""Turn a provider spec into a provider.
+
+Specs: ``"openai:gpt-4.1-mini"``, ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"``
+(everything after the first colon is the model), ``"offline"``, ``"scripted:FILE.yaml"``,
+``"replay:FILE.jsonl"``, ``"record:<spec>"`` (record another provider into
+``provider_config["record_to"]``), a dotted class path, or a provider class or instance.
+SDK providers are imported only when chosen; a missing SDK says which extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from .base import BaseLLMProvider, MissingExtraError
+
+__all__ = ["ProviderSpecError", "create_provider", "provider_label"]
+
+# name -> (SDK module, extra, adapter module, adapter class)
+SDK_PROVIDERS: dict[str, tuple[str, str, str, str]] = {
+    "openai": ("openai", "openai", "gmchat_nb.core.providers.openai", "OpenAIProvider"),
+    "anthropic": (
+        "anthropic",
+        "anthropic",
+        "gmchat_nb.core.providers.anthropic",
+        "AnthropicProvider",
+    ),
+    "ollama": ("ollama", "ollama", "gmchat_nb.core.providers.ollama", "OllamaProvider"),
+}
+FORMS = (
+    "openai:MODEL, anthropic:MODEL, ollama:MODEL, offline, scripted:FILE.yaml, "
+    "replay:FILE.jsonl, record:SPEC, or a dotted provider class path"
+)
+
+
+class ProviderSpecError(ValueError):
+    """A provider spec that names no usable provider."""
+
+
+def create_provider(spec: Any, config: Mapping[str, Any] | None = None) -> BaseLLMProvider:
+    """The provider ``spec`` names, configured with a copy of ``config``."""
+    config = dict(config or {})
+    if isinstance(spec, BaseLLMProvider):
+        return spec
+    if isinstance(spec, type):
+        return _from_class(spec, config, spec.__name__)
+    if not isinstance(spec, str) or not spec.strip():
+        raise ProviderSpecError(f"provider must be a spec string ({FORMS}); got {spec!r}")
+    kind, _, rest = spec.strip().partition(":")
+    if kind == "offline" and not rest:
+        from .offline import OfflineProvider
+
+        return OfflineProvider.from_config(config)
+    if kind == "scripted":
+        from .scripted import ScriptedProvider
+
+        return ScriptedProvider.from_config({**config, **({"path": rest} if rest else {})})
+    if kind == "replay":
+        from .replay import ReplayProvider
+
+        return ReplayProvider.from_config({**config, **({"path": rest} if rest else {})})
+    if kind == "record":
+        from .replay import RecordingProvider
+
+        target = config.pop("record_to", None)
+        if not rest or not target:
+            raise ProviderSpecError(
+                "record:SPEC wraps another provider and needs provider_config['record_to'] "
+                "(the cassette file to write)"
+            )
+        return RecordingProvider(create_provider(rest, config), target)
+    if kind in SDK_PROVIDERS:
+        sdk, extra, module_name, class_name = SDK_PROVIDERS[kind]
+        if importlib.util.find_spec(sdk) is None:
+            raise MissingExtraError(kind, extra)
+        if rest:
+            config["model"] = rest
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            raise ProviderSpecError(f"the {kind} adapter is not available: {error}") from None
+        return _from_class(getattr(module, class_name), config, spec)
+    if "." in spec and not rest:
+        module_name, _, attribute = spec.rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as error:
+            raise ProviderSpecError(f"cannot import the provider {spec!r}: {error}") from None
+        return _from_class(cls, config, spec)
+    raise ProviderSpecError(f"unknown provider {spec!r}; use {FORMS}")
+
+
+def _from_class(cls: Any, config: dict[str, Any], spec: str) -> BaseLLMProvider:
+    if isinstance(cls, type) and issubclass(cls, BaseLLMProvider):
+        cls.check_configuration(config)
+        return cls.from_config(config)
+    if hasattr(cls, "from_config"):
+        provider = cls.from_config(config)
+    elif callable(cls):
+        provider = cls()  # GeneralManager's protocol: constructed without arguments
+    else:
+        raise ProviderSpecError(f"{spec} is not a provider class")
+    if not hasattr(provider, "complete"):
+        raise ProviderSpecError(f"{spec} has no complete(messages, tools) method")
+    return provider  # type: ignore[no-any-return]
+
+
+def provider_label(provider: Any) -> str:
+    """A short name for reports: ``openai:gpt-4.1-mini``, ``scripted``, a class name."""
+    label = getattr(provider, "label", None)
+    return str(label) if label else type(provider).__name__
