@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from .chat import Chat, Turn
 from .core.project import connect, demo_project
+from .core.settings import load_settings
 
-__all__ = ["connect", "demo_project"]
+__all__ = ["Chat", "Turn", "connect", "demo_project", "load_settings"]
 __version__ = "0.1.0"

@@ -55,7 +55,16 @@ from .providers.base import (
 )
 from .tools import ToolRun, is_read_tool, run_tool
 
-__all__ = ["Decision", "LoopLimits", "ToolLoop", "TurnIO", "TurnState", "Waiter"]
+__all__ = [
+    "Decision",
+    "LoopLimits",
+    "ToolLoop",
+    "TurnIO",
+    "TurnState",
+    "Waiter",
+    "complete_text",
+    "completed_events",
+]
 
 Transport = Literal["stream", "sse", "http"]
 Decision = Literal["confirmed", "rejected", "timed_out", "unavailable"]
@@ -126,6 +135,7 @@ class LoopLimits:
     confirm_mutations: frozenset[str]
     confirm_timeout_seconds: float
     recover_missing_tool_calls: bool
+    allowed_mutations: frozenset[str] = frozenset()
 
 
 class Waiter(Protocol):
@@ -166,6 +176,58 @@ class TurnIO(Protocol):
         ...
 
 
+async def completed_events(
+    provider: BaseLLMProvider, stream: AsyncIterator[ProviderEvent]
+) -> AsyncIterator[ProviderEvent]:
+    """Enforce the provider's timeouts and the protocol: events, then exactly one Done.
+
+    ``TimeoutError`` when the first event (``timeout_seconds``) or a later one
+    (``stream_timeout_seconds``) is late; :class:`ProviderCompletionError` for a stream that ends
+    without Done or sends anything after it.
+    """
+    iterator = stream.__aiter__()
+    first = True
+    done: DoneEvent | None = None
+    try:
+        while True:
+            wait = provider.timeout_seconds if first else provider.stream_timeout_seconds
+            try:
+                event = await asyncio.wait_for(iterator.__anext__(), wait)
+            except StopAsyncIteration:
+                break
+            first = False
+            if done is not None:
+                raise ProviderCompletionError("events_after_completion")
+            if isinstance(event, DoneEvent):
+                done = event
+                continue
+            if not isinstance(event, TextChunkEvent | ToolCallEvent):
+                raise ProviderCompletionError("unsupported_provider_event", type(event).__name__)
+            yield event
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
+    if done is None:
+        raise ProviderCompletionError("stream_without_completion")
+    yield done
+
+
+async def complete_text(
+    provider: BaseLLMProvider, messages: list[Message]
+) -> tuple[str, TokenUsage]:
+    """One tool-free request (summaries): its text and usage."""
+    parts: list[str] = []
+    usage = TokenUsage()
+    async for event in completed_events(provider, provider.complete(messages, [])):
+        if isinstance(event, TextChunkEvent):
+            parts.append(event.content)
+        elif isinstance(event, DoneEvent):
+            usage = event.usage
+    return "".join(parts), usage
+
+
 class ToolLoop:
     """Runs turns for one project, provider and set of limits."""
 
@@ -179,6 +241,7 @@ class ToolLoop:
         *,
         authenticated: bool = True,
         transport: Transport = "stream",
+        outcomes: dict[str, QueryOutcome] | None = None,
     ) -> None:
         self.project = project
         self.provider = provider
@@ -187,7 +250,8 @@ class ToolLoop:
         self.io = io
         self.authenticated = authenticated
         self.transport = transport
-        self.outcomes: dict[str, QueryOutcome] = {}  # call id -> evidence of a query
+        # call id -> the evidence of a query, filled as results arrive
+        self.outcomes: dict[str, QueryOutcome] = {} if outcomes is None else outcomes
 
     async def run(self, messages: list[Message], state: TurnState) -> AsyncIterator[ChatEvent]:
         """Provider rounds until the model answers or a guardrail ends the turn."""
@@ -209,7 +273,9 @@ class ToolLoop:
             done: DoneEvent | None = None
             buffer = self.limits.recover_missing_tool_calls and not state.recovered
             try:
-                async for event in self._completed(self.provider.complete(messages, offered)):
+                async for event in completed_events(
+                    self.provider, self.provider.complete(messages, offered)
+                ):
                     if isinstance(event, TextChunkEvent):
                         text_parts.append(event.content)
                         if not buffer and event.content:
@@ -288,45 +354,9 @@ class ToolLoop:
             run = ToolRun({"status": "cancelled", "reason": "user_rejected"})
         else:
             run = ToolRun({"status": "cancelled", "reason": "confirmation_timed_out"})
-        yield await self._result(messages, call, run, state)
+        yield await self.record_result(messages, call, run, state)
 
     # -- rounds --------------------------------------------------------------------------------
-
-    async def _completed(
-        self, stream: AsyncIterator[ProviderEvent]
-    ) -> AsyncIterator[ProviderEvent]:
-        """Enforce timeouts and the protocol: events, then exactly one Done, then nothing."""
-        iterator = stream.__aiter__()
-        first = True
-        done: DoneEvent | None = None
-        try:
-            while True:
-                wait = (
-                    self.provider.timeout_seconds if first else self.provider.stream_timeout_seconds
-                )
-                try:
-                    event = await asyncio.wait_for(iterator.__anext__(), wait)
-                except StopAsyncIteration:
-                    break
-                first = False
-                if done is not None:
-                    raise ProviderCompletionError("events_after_completion")
-                if isinstance(event, DoneEvent):
-                    done = event
-                    continue
-                if not isinstance(event, TextChunkEvent | ToolCallEvent):
-                    raise ProviderCompletionError(
-                        "unsupported_provider_event", type(event).__name__
-                    )
-                yield event
-        finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
-        if done is None:
-            raise ProviderCompletionError("stream_without_completion")
-        yield done
 
     async def _run_reads(
         self, messages: list[Message], calls: list[ToolCallEvent], state: TurnState
@@ -335,7 +365,7 @@ class ToolLoop:
             yield ToolCall(id=call.id, name=call.name, args=call.args)
         runs = await asyncio.gather(*(self._read(call) for call in calls))
         for call, run in zip(calls, runs, strict=True):
-            yield await self._result(messages, call, run, state)
+            yield await self.record_result(messages, call, run, state)
 
     async def _read(self, call: ToolCallEvent) -> ToolRun:
         if call.error is not None:
@@ -369,16 +399,16 @@ class ToolLoop:
             )
         else:
             try:
-                prepared = self._prepare(call.args)
+                prepared = self.prepare(call.args)
             except ToolError as error:
                 run = ToolRun(error.to_result())
             else:
                 run = ToolRun(None)
         if prepared is None:
-            yield await self._result(messages, call, run, state)
+            yield await self.record_result(messages, call, run, state)
             return
         if prepared.mutation not in self.limits.confirm_mutations:
-            yield await self._result(messages, call, await self._execute(prepared), state)
+            yield await self.record_result(messages, call, await self._execute(prepared), state)
             return
         if self.transport == "http":
             yield error_event("confirmation_required_transport")
@@ -396,7 +426,8 @@ class ToolLoop:
         async for item in self.finish_mutation(messages, call, prepared, decision, state):
             yield item
 
-    def _prepare(self, args: dict[str, Any]) -> PreparedMutation:
+    def prepare(self, args: dict[str, Any]) -> PreparedMutation:
+        """Validate a ``mutate`` call completely (allow-list, names, types) before anyone is asked."""
         unknown = set(args) - {"mutation", "input"}
         if unknown or "mutation" not in args:
             raise ToolError(
@@ -404,7 +435,9 @@ class ToolLoop:
                 "mutate takes 'mutation' and 'input', e.g. {\"mutation\": "
                 '"createPart", "input": {"name": "Bolt"}}.',
             )
-        return self.project.prepare_mutation(args["mutation"], args.get("input"))
+        return self.project.mutation_compiler.prepare(
+            args["mutation"], args.get("input"), self.limits.allowed_mutations
+        )
 
     async def _execute(self, prepared: PreparedMutation) -> ToolRun:
         try:
@@ -412,9 +445,10 @@ class ToolLoop:
         except ToolError as error:
             return ToolRun(error.to_result())
 
-    async def _result(
+    async def record_result(
         self, messages: list[Message], call: ToolCallEvent, run: ToolRun, state: TurnState
     ) -> ToolResult:
+        """Count, persist and report one tool call's result."""
         state.tools_used += 1
         if run.failed and is_read_tool(call.name):
             state.failures += 1

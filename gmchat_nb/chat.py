@@ -1,0 +1,290 @@
+"""``gmchat_nb.Chat``: the object an analyst holds in a notebook.
+
+>>> chat = Chat()                                    # the demo project, the offline provider
+>>> turn = await chat.ask("Which projects use parts made of cobalt?")
+>>> turn.answer, turn.frames[-1], turn.evidence
+
+Every turn's events stream through :meth:`Chat.stream` (the widget and the server consume it);
+:meth:`Chat.ask` collects them into a :class:`Turn` with the answer, one pandas DataFrame per
+successful query and an evidence table that says where every number came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .core.events import ChatEvent, ToolResult
+from .core.frames import flatten_row
+from .core.project import Project, connect
+from .core.project.project import QueryOutcome
+from .core.providers.base import BaseLLMProvider
+from .core.providers.registry import create_provider
+from .core.providers.replay import RecordingProvider
+from .core.session import Actor, ChatSession, Hooks
+from .core.settings import ChatSettings, load_settings
+from .core.store import ChatStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Chat", "Turn"]
+
+
+@dataclass
+class Turn:
+    """One question and everything that answered it."""
+
+    question: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[QueryOutcome] = field(default_factory=list)
+    date_columns: dict[str, set[str]] = field(default_factory=dict)
+
+    @property
+    def answer(self) -> str:
+        """The assistant's text (all text_chunk contents)."""
+        return "".join(e["content"] for e in self.events if e["type"] == "text_chunk")
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The error event that ended the turn, if one did."""
+        return next((e for e in self.events if e["type"] == "error"), None)
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Tokens the turn used."""
+        done = next((e for e in self.events if e["type"] == "done"), None)
+        return dict(done["usage"]) if done else {"input_tokens": 0, "output_tokens": 0}
+
+    @property
+    def pending_confirmation(self) -> dict[str, Any] | None:
+        """A confirm_mutation that is still waiting (the turn stopped at it)."""
+        last = self.events[-1] if self.events else None
+        return last if last and last["type"] == "confirm_mutation" else None
+
+    @property
+    def frames(self) -> list[pd.DataFrame]:
+        """One DataFrame per successful query: nested relations as dotted columns."""
+        return [self._frame(outcome) for outcome in self.outcomes]
+
+    @property
+    def evidence(self) -> pd.DataFrame:
+        """One row per query: what was asked, what came back, and the GraphQL that re-runs it."""
+        import pandas as pd
+
+        rows = []
+        for outcome in self.outcomes:
+            first = outcome.variables[0] if outcome.variables else {}
+            rows.append(
+                {
+                    "manager": outcome.manager,
+                    "filters": json.dumps(first.get("filter"), default=str),
+                    "rows": len(outcome.rows),
+                    "total_count": outcome.total_count,
+                    "complete": outcome.complete,
+                    "document": outcome.document,
+                    "variables": json.dumps(outcome.variables, default=str),
+                }
+            )
+        columns = ["manager", "filters", "rows", "total_count", "complete", "document", "variables"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _frame(self, outcome: QueryOutcome) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame([flatten_row(row) for row in outcome.rows])
+        for column in self.date_columns.get(outcome.manager, set()) & set(frame.columns):
+            frame[column] = pd.to_datetime(frame[column], errors="coerce")
+        return frame.convert_dtypes()
+
+    def __repr__(self) -> str:
+        status = f"error {self.error['code']}" if self.error else f"{len(self.outcomes)} queries"
+        return f"<Turn {self.question!r}: {status}>"
+
+
+class Chat:
+    """A chat with one project, one provider and one conversation (resumable from the store).
+
+    Arguments override ``settings`` (a YAML path, a mapping or :class:`ChatSettings`):
+    ``project`` (a demo name, a GraphQL URL, a schema or a :class:`Project`), ``provider`` (a spec
+    such as ``"openai:gpt-4.1-mini"`` or a provider object), ``store`` (a path, ``":memory:"`` or
+    a :class:`ChatStore`), ``record_to`` (record the provider's responses into a cassette).
+    """
+
+    def __init__(
+        self,
+        project: Any = None,
+        provider: Any = None,
+        settings: Any = None,
+        *,
+        store: Any = None,
+        actor: Actor | None = None,
+        conversation_id: str | None = None,
+        record_to: str | Path | None = None,
+        **overrides: Any,
+    ) -> None:
+        if project is not None and not isinstance(project, str):
+            overrides.setdefault("project", "demo")
+        elif project is not None:
+            overrides["project"] = project
+        if provider is not None and isinstance(provider, str):
+            overrides["provider"] = provider
+        self.settings: ChatSettings = load_settings(settings, **overrides)
+        self._project_arg = (
+            project if project is not None and not isinstance(project, str) else None
+        )
+        self._provider_arg = (
+            provider if provider is not None and not isinstance(provider, str) else None
+        )
+        self._store_arg = store
+        self._record_to = record_to
+        self.actor = actor or Actor.local()
+        self._conversation_id = conversation_id
+        self._session: ChatSession | None = None
+        self._project: Project | None = None
+        self._owns_project = False
+        self.turns: list[Turn] = []
+
+    # -- lazily connected parts ------------------------------------------------------------------
+
+    async def session(self) -> ChatSession:
+        """The session (connecting the project and building the provider on first use)."""
+        if self._session is None:
+            project = await self._connect()
+            self.settings.validate_for(project)
+            provider = self._provider()
+            store = self._store()
+            self._session = ChatSession(
+                project,
+                provider,
+                self.settings,
+                store=store,
+                actor=self.actor,
+                conversation_id=self._conversation_id,
+                hooks=Hooks(self.settings.hooks),
+            )
+        return self._session
+
+    async def _connect(self) -> Project:
+        if self._project is not None:
+            return self._project
+        target = self._project_arg if self._project_arg is not None else self.settings.project
+        if isinstance(target, Project):
+            self._project = target
+        else:
+            self._project = await connect(
+                target,
+                exposed=self.settings.exposed_managers,
+                headers=dict(self.settings.headers) or None,
+                allowed_mutations=self.settings.allowed_mutations,
+                max_results=self.settings.max_results,
+                query_timeout=self.settings.query_timeout_seconds,
+            )
+            self._owns_project = True
+        return self._project
+
+    def _provider(self) -> BaseLLMProvider:
+        provider = self._provider_arg if self._provider_arg is not None else self.settings.provider
+        built = create_provider(provider, self.settings.provider_config)
+        if self._record_to is not None:
+            built = RecordingProvider(built, self._record_to)
+        return built
+
+    def _store(self) -> ChatStore:
+        if isinstance(self._store_arg, ChatStore):
+            return self._store_arg
+        location = self._store_arg or self.settings.store or ChatStore.default_path()
+        return ChatStore(location)
+
+    # -- asking ----------------------------------------------------------------------------------
+
+    async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
+        """The events of one turn as they happen."""
+        session = await self.session()
+        turn = Turn(question=text, date_columns=_date_columns(session.project))
+        self.turns.append(turn)
+        seen = set(session.outcomes)
+        async for event in session.run_turn(text):
+            turn.events.append(event.to_dict())
+            if (
+                isinstance(event, ToolResult)
+                and event.id in session.outcomes
+                and event.id not in seen
+            ):
+                turn.outcomes.append(session.outcomes[event.id])
+            yield event
+
+    async def ask(self, text: str) -> Turn:
+        """Run one turn to its end and return it."""
+        async for _ in self.stream(text):
+            pass
+        return self.turns[-1]
+
+    def ask_sync(self, text: str) -> Turn:
+        """:meth:`ask` for scripts (not inside a running event loop: use ``await chat.ask``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._ask_and_close(text))
+        raise RuntimeError("an event loop is running here (a notebook?): use `await chat.ask(...)`")
+
+    async def _ask_and_close(self, text: str) -> Turn:
+        try:
+            return await self.ask(text)
+        finally:
+            await self.aclose()
+
+    def confirm(self, confirmation_id: str, confirmed: bool = True) -> bool:
+        """Approve (or reject) the mutation a running turn waits for."""
+        return self._session.confirm(confirmation_id, confirmed) if self._session else False
+
+    # -- conversations -------------------------------------------------------------------------
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The current conversation's id (None before the first turn)."""
+        return self._session.conversation_id if self._session else self._conversation_id
+
+    async def conversations(self) -> list[dict[str, Any]]:
+        """This user's conversations, newest first."""
+        session = await self.session()
+        return [
+            {"id": c.id, "title": c.title, "updated_at": c.updated_at, "messages": c.message_count}
+            for c in session.store.conversations(self.actor.id)
+        ]
+
+    async def new_conversation(self, title: str = "") -> str:
+        """Start a fresh conversation."""
+        session = await self.session()
+        self.turns.clear()
+        return session.new_conversation(title)
+
+    @property
+    def frames(self) -> list[pd.DataFrame]:
+        """Every DataFrame of this chat's turns, in order (``chat.frames[-1]`` is the latest)."""
+        return [frame for turn in self.turns for frame in turn.frames]
+
+    async def aclose(self) -> None:
+        """Close the store and the project this chat opened."""
+        if self._session is not None and not isinstance(self._store_arg, ChatStore):
+            self._session.store.close()
+        if self._project is not None and self._owns_project:
+            await self._project.aclose()
+        self._session = None
+        self._project = None
+
+    def __repr__(self) -> str:
+        project = self._project.label if self._project else self.settings.project
+        return f"<gmchat_nb.Chat project={project!r} provider={self.settings.provider!r}>"
+
+
+def _date_columns(project: Project) -> dict[str, set[str]]:
+    """Columns to parse as dates, by manager (fields typed Date or DateTime)."""
+    return {
+        name: {f.name for f in info.fields if f.type.rstrip("!") in ("Date", "DateTime")}
+        for name, info in project.index.managers.items()
+    }

@@ -1,0 +1,596 @@
+"""A conversation: persistence, context window, limits, audit, hooks and confirmations.
+
+:class:`ChatSession` is what the notebook API, the widget and the server extension drive. It
+owns one conversation of one actor in the store, builds each turn's bounded context, admits turns
+against the actor's budgets, journals every event with its sequence number, and runs the
+:class:`~gmchat_nb.core.loop.ToolLoop`. Confirmations are persisted and claimed atomically, so a
+mutation can run at most once however many processes or requests try to confirm it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import importlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .audit import AuditLog
+from .events import ChatEvent, Error, TextChunk, error_event
+from .loop import (
+    Decision,
+    LoopLimits,
+    ToolLoop,
+    Transport,
+    TurnState,
+    complete_text,
+)
+from .project.errors import ToolError
+from .project.mutations import PreparedMutation
+from .project.project import Project, QueryOutcome
+from .prompt import build_system_prompt
+from .providers.base import (
+    BaseLLMProvider,
+    Message,
+    ProviderError,
+    TokenUsage,
+    ToolCallEvent,
+    ToolDefinition,
+)
+from .ratelimit import RateLimiter
+from .settings import ChatSettings
+from .store import ChatStore, ConfirmationRecord, StoredMessage
+from .tools import ToolRun
+
+__all__ = ["HOOK_NAMES", "Actor", "ChatSession", "Hooks"]
+
+log = logging.getLogger(__name__)
+
+HOOK_NAMES = ("message_received", "tool_called", "mutation_executed", "error")
+SUMMARY_INSTRUCTIONS = (
+    "Summarise this earlier part of a conversation about a project's data in a few sentences. "
+    "Keep the facts found (names, numbers), what the user wanted, which tools gave which "
+    "results, and anything left unresolved. Write only the summary."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is chatting. Anonymous actors may read but never mutate."""
+
+    id: str
+    name: str = ""
+    authenticated: bool = True
+
+    @classmethod
+    def local(cls) -> Actor:
+        """The notebook's own user (authenticated: they run the kernel)."""
+        user = getpass.getuser()
+        return cls(id=f"local:{user}", name=user, authenticated=True)
+
+
+class Hooks:
+    """Callbacks per event name; a hook that raises is logged and never breaks a turn."""
+
+    def __init__(self, hooks: Mapping[str, Any] | None = None) -> None:
+        self._hooks: dict[str, list[Callable[..., Any]]] = {name: [] for name in HOOK_NAMES}
+        for name, value in (hooks or {}).items():
+            for hook in value if isinstance(value, list | tuple) else [value]:
+                self.add(name, hook)
+
+    def add(self, name: str, hook: Callable[..., Any] | str) -> None:
+        """Register ``hook`` (a callable or a dotted path) for ``name``."""
+        if name not in self._hooks:
+            raise ValueError(f"unknown hook {name!r}; hooks: {', '.join(HOOK_NAMES)}")
+        if isinstance(hook, str):
+            module, _, attribute = hook.rpartition(".")
+            hook = getattr(importlib.import_module(module), attribute)
+        if not callable(hook):
+            raise ValueError(f"hook {name!r} is not callable")
+        self._hooks[name].append(hook)
+
+    def fire(self, name: str, **payload: Any) -> None:
+        """Call every hook for ``name``."""
+        for hook in self._hooks.get(name, ()):
+            try:
+                hook(**payload)
+            except Exception:
+                log.exception("the %s hook %r raised; the turn goes on", name, hook)
+
+
+class _Waiter:
+    """One pending confirmation in this process: a future with a deadline."""
+
+    def __init__(self, session: ChatSession, confirmation_id: str, timeout: float) -> None:
+        self.session = session
+        self.confirmation_id = confirmation_id
+        self.timeout = timeout
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def wait(self) -> Decision:
+        try:
+            confirmed = await asyncio.wait_for(asyncio.shield(self.future), self.timeout)
+        except TimeoutError:
+            self.session._expire(self.confirmation_id)
+            return "timed_out"
+        finally:
+            self.session._waiters.pop(self.confirmation_id, None)
+        return self.session._claim(self.confirmation_id, confirmed)
+
+
+class ChatSession:
+    """One conversation of one actor over one project and provider."""
+
+    def __init__(
+        self,
+        project: Project,
+        provider: BaseLLMProvider,
+        settings: ChatSettings,
+        *,
+        store: ChatStore,
+        actor: Actor,
+        conversation_id: str | None = None,
+        audit: AuditLog | None = None,
+        limiter: RateLimiter | None = None,
+        hooks: Hooks | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.project = project
+        self.provider = provider
+        self.settings = settings
+        self.store = store
+        self.actor = actor
+        self.audit = audit or AuditLog.from_settings(settings.audit)
+        self.limiter = limiter or RateLimiter.from_settings(store, settings.rate_limit, clock=clock)
+        self.hooks = hooks or Hooks(settings.hooks)
+        self.clock = clock
+        if conversation_id is not None:
+            record = store.conversation(conversation_id)
+            if record is None or record.actor_id != actor.id:
+                raise KeyError(f"no conversation {conversation_id!r} for this user")
+        self.conversation_id = conversation_id
+        self.outcomes: dict[str, QueryOutcome] = {}
+        self._busy = False
+        self._waiters: dict[str, _Waiter] = {}
+        allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
+        self._mutations = tuple(allowed)
+        self._tools = [
+            ToolDefinition.from_dict(tool)
+            for tool in project.tool_definitions(settings.tool_strategy)
+            if tool["name"] != "mutate" or allowed
+        ]
+        self._system_prompt = build_system_prompt(
+            project.index,
+            developer_instructions=settings.system_prompt,
+            mutations=self._mutations,
+        )
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """True while a turn runs (or waits for a confirmation)."""
+        return self._busy
+
+    @property
+    def tools(self) -> list[ToolDefinition]:
+        """The tools the model is offered."""
+        return list(self._tools)
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt every turn starts with."""
+        return self._system_prompt
+
+    def new_conversation(self, title: str = "") -> str:
+        """Start a new conversation and make it current."""
+        if self._busy:
+            raise RuntimeError("a turn is running; wait for it to end")
+        self.conversation_id = self.store.create_conversation(self.actor.id, title).id
+        return self.conversation_id
+
+    def history(self) -> list[StoredMessage]:
+        """The stored messages of the current conversation."""
+        if self.conversation_id is None:
+            return []
+        return self.store.messages(self.conversation_id)
+
+    async def run_turn(
+        self, text: Any, *, transport: Transport = "stream"
+    ) -> AsyncIterator[ChatEvent]:
+        """Answer one user message: an async iterator of events ending in Done or Error."""
+        if not isinstance(text, str) or not text.strip():
+            yield error_event("bad_message")
+            return
+        if self._busy:
+            yield error_event("turn_in_progress")
+            return
+        if self.conversation_id is not None:
+            self.store.expire_confirmations(now=self.clock())
+            if self.store.pending_confirmation(self.conversation_id, now=self.clock()):
+                yield error_event("confirmation_pending")
+                return
+        decision = self.limiter.admit_request(self.actor.id)
+        if not decision.allowed:
+            yield error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
+            return
+        self._busy = True
+        try:
+            if self.conversation_id is None:
+                self.conversation_id = self.store.create_conversation(
+                    self.actor.id, _title(text)
+                ).id
+            state = TurnState()
+            await self.persist(Message("user", text), state)
+            self.audit.emit("user_message", {"message": text, "session_key": self.conversation_id})
+            self.hooks.fire(
+                "message_received",
+                actor=self.actor,
+                message=text,
+                conversation_id=self.conversation_id,
+            )
+            async for event in self._drive(state, transport, None):
+                yield event
+        finally:
+            self._busy = False
+
+    def confirm(self, confirmation_id: str, confirmed: bool) -> bool:
+        """Resolve a confirmation a running turn waits for; False when none waits under that id."""
+        waiter = self._waiters.get(confirmation_id)
+        if waiter is None or waiter.future.done():
+            return False
+        waiter.future.set_result(bool(confirmed))
+        return True
+
+    async def resume(
+        self,
+        confirmation_id: str,
+        confirmed: bool,
+        *,
+        transport: Transport = "sse",
+        unavailable_code: str = "bad_event",
+    ) -> AsyncIterator[ChatEvent]:
+        """Resolve a persisted confirmation (the SSE confirm request) and finish its turn.
+
+        The claim is atomic: a second claim — another request, another process — gets
+        ``unavailable_code`` and the mutation never runs twice.
+        """
+        if self.confirm(confirmation_id, confirmed):
+            return  # the turn that waits for it goes on and streams the rest
+        if self._busy:
+            yield error_event("turn_in_progress")
+            return
+        record = None
+        if self.conversation_id is not None and isinstance(confirmation_id, str):
+            record = self.store.claim_confirmation(
+                self.conversation_id, confirmation_id, self.actor.id, now=self.clock()
+            )
+        if record is None:
+            yield error_event(unavailable_code)
+            return
+        self._busy = True
+        try:
+            async for event in self._drive(
+                TurnState.from_dict(record.turn_state.get("state", {})),
+                transport,
+                (record, "confirmed" if confirmed else "rejected"),
+            ):
+                yield event
+        finally:
+            self._busy = False
+
+    # -- TurnIO --------------------------------------------------------------------------------
+
+    async def persist(self, message: Message, state: TurnState) -> None:
+        """Store one message of the turn."""
+        assert self.conversation_id is not None
+        self.store.append_message(
+            self.conversation_id,
+            message.role,
+            message.content,
+            tool_calls=tuple(
+                {"id": call.id, "name": call.name, "args": call.args} for call in message.tool_calls
+            ),
+            tool_call_id=message.tool_call_id,
+            tool_name=message.tool_name,
+            tool_result=message.tool_result,
+            turn_id=state.turn_id,
+        )
+
+    def check_rate(self) -> Error | None:
+        """A rate_limited event when a budget is spent."""
+        decision = self.limiter.check(self.actor.id)
+        if decision.allowed:
+            return None
+        return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
+
+    def record_usage(self, usage: TokenUsage) -> None:
+        """Count tokens against the actor's budgets."""
+        self.limiter.record_usage(self.actor.id, usage)
+
+    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
+        """Audit and hooks for one tool call."""
+        session_key = self.conversation_id
+        self.audit.emit(
+            "tool_call", {"tool_name": call.name, "args": call.args, "session_key": session_key}
+        )
+        self.audit.emit(
+            "tool_result",
+            {
+                "tool_name": call.name,
+                "args": call.args,
+                "result": run.result,
+                "session_key": session_key,
+            },
+        )
+        self.hooks.fire(
+            "tool_called", actor=self.actor, tool_name=call.name, args=call.args, result=run.result
+        )
+        if call.name == "mutate":
+            self._settle(call.id, run)
+            self.hooks.fire(
+                "mutation_executed",
+                actor=self.actor,
+                mutation=call.args.get("mutation"),
+                input=call.args.get("input"),
+                result=run.result,
+            )
+
+    def provider_failed(self, error: BaseException) -> None:
+        """Provider details stay server-side: the log and the error hook."""
+        log.warning("provider %s failed: %s", self.provider.__class__.__name__, error)
+        self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "provider"})
+
+    async def open_confirmation(
+        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState
+    ) -> _Waiter:
+        """Persist the pending confirmation; the returned waiter resolves it."""
+        assert self.conversation_id is not None
+        now = self.clock()
+        timeout = float(self.settings.confirm_timeout_seconds)
+        self.store.add_confirmation(
+            ConfirmationRecord(
+                conversation_id=self.conversation_id,
+                id=call.id,
+                actor_id=self.actor.id,
+                mutation=prepared.mutation,
+                input=dict(prepared.input),
+                state="pending",
+                created_at=now,
+                expires_at=now + timeout,
+                resolved_at=None,
+                turn_state={
+                    "state": state.to_dict(),
+                    "call": {"id": call.id, "name": call.name, "args": call.args},
+                },
+            )
+        )
+        waiter = _Waiter(self, call.id, timeout)
+        self._waiters[call.id] = waiter
+        return waiter
+
+    # -- internals -----------------------------------------------------------------------------
+
+    async def _drive(
+        self,
+        state: TurnState,
+        transport: Transport,
+        resumed: tuple[ConfirmationRecord, Decision] | None,
+    ) -> AsyncIterator[ChatEvent]:
+        """Run (or resume) the loop, numbering, journaling and auditing every event."""
+        assert self.conversation_id is not None
+        sequence = len(self.store.events(self.conversation_id, turn_id=state.turn_id))
+        answer: list[str] = []
+        ended_with: str | None = None
+        loop = ToolLoop(
+            self.project,
+            self.provider,
+            self._tools,
+            LoopLimits(
+                max_rounds=self.settings.max_rounds,
+                max_retries=self.settings.max_retries_per_message,
+                max_mutations=self.settings.max_mutations_per_message,
+                confirm_mutations=frozenset(self.settings.confirm_mutations),
+                confirm_timeout_seconds=float(self.settings.confirm_timeout_seconds),
+                allowed_mutations=frozenset(self._mutations),
+                recover_missing_tool_calls=self.settings.recover_missing_tool_calls,
+            ),
+            self,
+            authenticated=self.actor.authenticated,
+            transport=transport,
+            outcomes=self.outcomes,
+        )
+        try:
+            messages = await self._context(state, pending_tail=resumed is not None)
+            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
+            if resumed is not None:
+                events = self._resumed(loop, messages, state, *resumed)
+            async for event in events:
+                sequence += 1
+                numbered = event.numbered(sequence)
+                self.store.append_event(
+                    self.conversation_id, state.turn_id, sequence, numbered.to_dict()
+                )
+                if isinstance(event, TextChunk):
+                    answer.append(event.content)
+                if isinstance(event, Error):
+                    ended_with = event.code
+                yield numbered
+        except Exception as error:  # a bug or an unexpected failure: generic public event
+            log.exception("chat turn failed")
+            self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
+            sequence += 1
+            failure = error_event("chat_error").numbered(sequence)
+            self.store.append_event(
+                self.conversation_id, state.turn_id, sequence, failure.to_dict()
+            )
+            ended_with = "chat_error"
+            yield failure
+        if answer:
+            self.audit.emit(
+                "assistant_message",
+                {"message": "".join(answer), "session_key": self.conversation_id},
+            )
+        if ended_with is not None and ended_with != "confirmation_required_transport":
+            # Leave no dangling question: the next turn's context says this one failed.
+            await self.persist(
+                Message("assistant", f"(This request ended without an answer: {ended_with}.)"),
+                state,
+            )
+
+    async def _resumed(
+        self,
+        loop: ToolLoop,
+        messages: list[Message],
+        state: TurnState,
+        record: ConfirmationRecord,
+        decision: Decision,
+    ) -> AsyncIterator[ChatEvent]:
+        call_data = record.turn_state.get("call", {})
+        call = ToolCallEvent(
+            str(call_data.get("id", record.id)), "mutate", dict(call_data.get("args", {}))
+        )
+        try:
+            prepared = loop.prepare(call.args)
+        except ToolError as error:  # the schema or the allow-list changed since it was asked
+            yield await loop.record_result(messages, call, ToolRun(error.to_result()), state)
+        else:
+            async for event in loop.finish_mutation(messages, call, prepared, decision, state):
+                yield event
+        async for event in loop.run(messages, state):
+            yield event
+
+    def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
+        assert self.conversation_id is not None
+        record = self.store.claim_confirmation(
+            self.conversation_id, confirmation_id, self.actor.id, now=self.clock()
+        )
+        if record is None:
+            return "unavailable"
+        return "confirmed" if confirmed else "rejected"
+
+    def _settle(self, confirmation_id: str, run: ToolRun) -> None:
+        """Record how a claimed confirmation ended, from its tool result."""
+        if self.conversation_id is None:
+            return
+        record = self.store.confirmation(self.conversation_id, confirmation_id)
+        if record is None or record.state != "claimed":
+            return
+        status = run.result.get("status") if isinstance(run.result, dict) else None
+        final = {"executed": "executed", "cancelled": "rejected"}.get(str(status), "failed")
+        self.store.finish_confirmation(
+            self.conversation_id, confirmation_id, final, now=self.clock()
+        )
+
+    def _expire(self, confirmation_id: str) -> None:
+        assert self.conversation_id is not None
+        record = self.store.confirmation(self.conversation_id, confirmation_id)
+        if record is not None and record.state == "pending":
+            self.store.finish_confirmation(
+                self.conversation_id, confirmation_id, "expired", now=self.clock()
+            )
+
+    async def _context(self, state: TurnState, *, pending_tail: bool) -> list[Message]:
+        """The bounded context: system prompt, summary of older messages, the recent window."""
+        assert self.conversation_id is not None
+        stored = self.store.messages(self.conversation_id)
+        start = _window_start(
+            stored, self.settings.summarize_after, self.settings.max_recent_messages
+        )
+        messages = [Message("system", self._system_prompt)]
+        if start > 0:
+            summary = await self._summary(stored[:start], state)
+            if summary:
+                messages.append(
+                    Message("system", f"Summary of the earlier conversation: {summary}")
+                )
+        messages.extend(_to_provider(stored[start:], pending_tail=pending_tail))
+        return messages
+
+    async def _summary(self, older: list[StoredMessage], state: TurnState) -> str:
+        """The summary covering exactly ``older``: reused when its marker matches, else made."""
+        assert self.conversation_id is not None
+        record = self.store.conversation(self.conversation_id)
+        through = older[-1].id
+        if record is not None and record.summary and record.summarized_through == through:
+            return record.summary
+        lines = "\n".join(_summary_line(message) for message in older)
+        state.rounds += 1  # a summary is a provider round like any other
+        try:
+            text, usage = await complete_text(
+                self.provider,
+                [Message("system", SUMMARY_INSTRUCTIONS), Message("user", lines)],
+            )
+        except (ProviderError, TimeoutError) as error:
+            self.provider_failed(error)
+            return ""
+        state.add_usage(usage)
+        self.record_usage(usage)
+        if text.strip():
+            self.store.set_summary(self.conversation_id, text.strip(), through)
+        return text.strip()
+
+
+def _title(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+
+
+def _window_start(stored: list[StoredMessage], summarize_after: int, max_recent: int) -> int:
+    """Where the verbatim window begins: everything fits, or the last ``max_recent`` messages
+    moved back so no tool result loses its call, and the latest tool exchange always kept."""
+    if len(stored) <= summarize_after:
+        return 0
+    start = max(0, len(stored) - max_recent)
+    latest_tool = max((i for i, m in enumerate(stored) if m.role == "tool"), default=-1)
+    if 0 <= latest_tool < start:
+        start = latest_tool
+    while start > 0 and stored[start].role == "tool":
+        start -= 1
+    return start
+
+
+def _to_provider(stored: Iterable[StoredMessage], *, pending_tail: bool) -> list[Message]:
+    """Stored rows as provider messages; a tool exchange missing results becomes plain text."""
+    rows = list(stored)
+    answered = {m.tool_call_id for m in rows if m.role == "tool"}
+    messages: list[Message] = []
+    for position, row in enumerate(rows):
+        if row.role == "assistant" and row.tool_calls:
+            calls = tuple(
+                ToolCallEvent(str(call["id"]), str(call["name"]), dict(call.get("args") or {}))
+                for call in row.tool_calls
+            )
+            complete = all(call.id in answered for call in calls)
+            is_tail = position == len(rows) - 1
+            if complete or (pending_tail and is_tail):
+                messages.append(Message("assistant", row.content, tool_calls=calls))
+            else:
+                names = ", ".join(call.name for call in calls)
+                messages.append(
+                    Message("assistant", f"{row.content}\n(Unfinished tool call: {names}.)".strip())
+                )
+        elif row.role == "tool":
+            messages.append(
+                Message(
+                    "tool",
+                    tool_call_id=row.tool_call_id,
+                    tool_name=row.tool_name,
+                    tool_result=row.tool_result,
+                )
+            )
+        elif row.role in ("user", "assistant", "system"):
+            messages.append(Message(row.role, row.content))  # type: ignore[arg-type]
+    return messages
+
+
+def _summary_line(message: StoredMessage) -> str:
+    if message.role == "tool":
+        return f"tool:{message.tool_name}: {str(message.tool_result)[:800]}"
+    if message.tool_calls:
+        calls = ", ".join(f"{call['name']}({call.get('args')})" for call in message.tool_calls)
+        return f"assistant (called {calls}): {message.content}"
+    return f"{message.role}: {message.content}"
