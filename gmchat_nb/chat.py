@@ -26,7 +26,7 @@ from .core.providers.base import BaseLLMProvider
 from .core.providers.registry import create_provider
 from .core.providers.replay import RecordingProvider
 from .core.session import Actor, ChatSession, Hooks
-from .core.settings import ChatSettings, load_settings
+from .core.settings import ChatConfigurationError, ChatSettings, load_settings
 from .core.store import ChatStore
 
 if TYPE_CHECKING:
@@ -189,7 +189,10 @@ class Chat:
 
     def _provider(self) -> BaseLLMProvider:
         provider = self._provider_arg if self._provider_arg is not None else self.settings.provider
-        built = create_provider(provider, self.settings.provider_config)
+        try:
+            built = create_provider(provider, self.settings.provider_config)
+        except ValueError as error:  # a bad spec, script or cassette: name the setting
+            raise ChatConfigurationError(f"provider: {error}", key="provider") from None
         if self._record_to is not None:
             built = RecordingProvider(built, self._record_to)
         return built
