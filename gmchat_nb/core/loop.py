@@ -170,9 +170,10 @@ class TurnIO(Protocol):
         ...
 
     async def open_confirmation(
-        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState
+        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
     ) -> Waiter:
-        """Persist a pending confirmation and return something to wait on."""
+        """Persist a pending confirmation; with ``wait``, return something to wait on (without,
+        the turn is suspended and a later confirm request resumes it)."""
         ...
 
 
@@ -413,7 +414,9 @@ class ToolLoop:
         if self.transport == "http":
             yield error_event("confirmation_required_transport")
             return
-        waiter = await self.io.open_confirmation(call, prepared, state)
+        waiter = await self.io.open_confirmation(
+            call, prepared, state, wait=self.transport != "sse"
+        )
         yield ConfirmMutation(
             id=call.id,
             mutation=prepared.mutation,

@@ -345,7 +345,7 @@ class ChatSession:
         self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "provider"})
 
     async def open_confirmation(
-        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState
+        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
     ) -> _Waiter:
         """Persist the pending confirmation; the returned waiter resolves it."""
         assert self.conversation_id is not None
@@ -369,7 +369,8 @@ class ChatSession:
             )
         )
         waiter = _Waiter(self, call.id, timeout)
-        self._waiters[call.id] = waiter
+        if wait:
+            self._waiters[call.id] = waiter
         return waiter
 
     # -- internals -----------------------------------------------------------------------------
