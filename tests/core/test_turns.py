@@ -470,7 +470,7 @@ async def test_older_messages_are_summarised_with_their_coverage(closing: list[C
     assert [m.content for m in third[2:]] == ["A2", "Q3"]
     session = await chat.session()
     record = session.store.conversation(session.conversation_id or "")
-    covered = [m for m in session.history() if m.content == "Q2"][0]
+    covered = next(m for m in session.history() if m.content == "Q2")
     assert record is not None and record.summarized_through == covered.id
 
 
