@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _tool(parser, options)
     if options.command == "serve-demo":
         return _serve_demo(options)
+    if options.command == "ask":
+        return _ask(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -68,6 +70,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="let mutate run this mutation (repeatable); none are allowed otherwise",
     )
+    ask = commands.add_parser(
+        "ask",
+        help="ask a question and stream the answer",
+        description="Run one chat turn: tool steps, result tables and the streamed answer.",
+    )
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument("--project", help="demo, large, or a GraphQL URL (default: settings)")
+    ask.add_argument("--provider", help="e.g. offline, openai:gpt-4.1-mini, scripted:FILE.yaml")
+    ask.add_argument("--config", help="a YAML settings file")
+    ask.add_argument("--store", help="the conversation store (a path, or :memory:)")
+    ask.add_argument("--json", action="store_true", help="print one JSON event per line")
     serve = commands.add_parser(
         "serve-demo",
         help="serve a demo project's GraphQL over HTTP on 127.0.0.1",
@@ -130,6 +143,37 @@ async def _run_tool(
         return await project.call_tool(name, args)
     finally:
         await project.aclose()
+
+
+def _ask(options: argparse.Namespace) -> int:
+    from .chat import Chat
+    from .core.settings import ChatConfigurationError
+    from .terminal import ask_in_terminal
+
+    overrides = {
+        key: value
+        for key, value in (
+            ("project", options.project),
+            ("provider", options.provider),
+            ("store", options.store),
+        )
+        if value is not None
+    }
+
+    async def run() -> int:
+        chat = Chat(settings=options.config, **overrides)
+        try:
+            return await ask_in_terminal(chat, options.question, as_json=options.json)
+        finally:
+            await chat.aclose()
+
+    try:
+        return asyncio.run(run())
+    except (ChatConfigurationError, ValueError) as error:
+        return _usage(str(error))
+    except (ConnectionError, ImportError) as error:
+        print(f"gmchat: {error}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _serve_demo(options: argparse.Namespace) -> int:

@@ -1,0 +1,125 @@
+"""``gmchat ask``: one chat turn in a terminal — tool steps, tables, the streamed answer."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from .chat import Chat
+from .core.events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, ToolCall, ToolResult
+from .core.frames import flatten_row
+
+__all__ = ["ask_in_terminal", "render_table"]
+
+TABLE_ROWS = 10
+CELL_WIDTH = 28
+
+
+async def ask_in_terminal(
+    chat: Chat,
+    question: str,
+    *,
+    as_json: bool = False,
+    out: TextIO = sys.stdout,
+    decide: Callable[[ConfirmMutation], bool] | None = None,
+) -> int:
+    """Stream one turn to ``out``; returns 0 when it answered, 1 when it ended with an error.
+
+    Confirmations are asked with ``decide`` (by default a y/N prompt on the terminal; without
+    a terminal the answer is no).
+    """
+    decide = decide or _ask_yes_no
+    failed = False
+    async for event in chat.stream(question):
+        if as_json:
+            print(json.dumps(event.to_dict(), default=str), file=out, flush=True)
+        else:
+            _render(event, out)
+        if isinstance(event, ConfirmMutation):
+            chat.confirm(event.id, decide(event))
+        failed = failed or isinstance(event, Error)
+    return 1 if failed else 0
+
+
+def _render(event: ChatEvent, out: TextIO) -> None:
+    if isinstance(event, TextChunk):
+        out.write(event.content)
+        out.flush()
+    elif isinstance(event, ToolCall):
+        print(f"→ {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
+    elif isinstance(event, ToolResult):
+        print(_result_text(event), file=out)
+    elif isinstance(event, ConfirmMutation):
+        print(
+            f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",
+            file=out,
+        )
+    elif isinstance(event, Done):
+        usage = event.usage
+        print(
+            f"\n[{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens]",
+            file=out,
+        )
+    elif isinstance(event, Error):
+        retry = f" (retry in {event.retry_after_seconds} s)" if event.retry_after_seconds else ""
+        print(f"\n✗ {event.message} [{event.code}]{retry}", file=out)
+
+
+def _result_text(event: ToolResult) -> str:
+    result = event.result
+    if isinstance(result, dict) and result.get("status") == "error":
+        return f"  ✗ {result.get('code')}: {result.get('message')}"
+    if isinstance(result, dict) and isinstance(result.get("data"), list):
+        rows = result["data"]
+        total = result.get("total_count")
+        shown = f"{len(rows)} row(s)" + (f" of {total}" if total is not None else "")
+        return render_table(rows) + f"\n  ({shown}{', complete' if result.get('complete') else ''})"
+    if isinstance(result, list):
+        return (
+            "  "
+            + ", ".join(str(item.get("manager", item)) for item in result if isinstance(item, dict))
+            or "  (nothing)"
+        )
+    if isinstance(result, dict) and "path" in result:
+        return f"  path: {result.get('path')}"
+    if isinstance(result, dict) and "manager" in result:
+        return f"  schema of {result['manager']}: {len(result.get('fields', {}))} fields, {len(result.get('relations', {}))} relations"
+    return "  " + json.dumps(result, ensure_ascii=False, default=str)[:200]
+
+
+def render_table(rows: list[dict[str, Any]], limit: int = TABLE_ROWS) -> str:
+    """A plain-text table of the first ``limit`` rows (nested relations as dotted columns)."""
+    flat = [flatten_row(row) for row in rows[:limit]]
+    if not flat:
+        return "  (no rows)"
+    columns = list(dict.fromkeys(column for row in flat for column in row))
+    cells = [[_cell(row.get(column)) for column in columns] for row in flat]
+    widths = [
+        max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)
+    ]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines.append("  " + "  ".join("-" * w for w in widths))
+    lines.extend(
+        "  " + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in cells
+    )
+    if len(rows) > limit:
+        lines.append(f"  … {len(rows) - limit} more")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        text = ", ".join("" if item is None else str(item) for item in value)
+    else:
+        text = "" if value is None else str(value)
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def _ask_yes_no(event: ConfirmMutation) -> bool:
+    if not sys.stdin.isatty():
+        print("  (no terminal to confirm on: rejected)")
+        return False
+    answer = input(f"  Run {event.mutation} {json.dumps(event.input)}? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
