@@ -1,0 +1,776 @@
+"""SQLite persistence for conversations: messages, summaries, confirmations, the event journal
+and usage counters.
+
+One :class:`ChatStore` owns one ``sqlite3`` connection. Every statement runs under a lock, so a
+store can be shared by the kernel's threads and a server's executor; two stores on the same file
+(two processes) are safe too because every write is one ``BEGIN IMMEDIATE`` transaction and the
+one decision that must never be made twice — claiming a mutation confirmation — is a single
+conditional ``UPDATE``. Files use WAL mode so readers never block the writer.
+
+Unlike GeneralManager's single rolling conversation per user, conversations have ids, and a failed
+turn's dangling messages can be removed (:meth:`ChatStore.delete_messages`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+__all__ = [
+    "CONFIRMATION_STATES",
+    "SCHEMA_VERSION",
+    "ChatStore",
+    "ConfirmationRecord",
+    "ConversationRecord",
+    "StoreVersionError",
+    "StoredMessage",
+]
+
+SCHEMA_VERSION: Final = 1
+"""The schema this module writes; kept in SQLite's ``PRAGMA user_version``."""
+
+CONFIRMATION_STATES: Final = frozenset(
+    {"pending", "claimed", "executed", "rejected", "expired", "failed"}
+)
+"""Every state a confirmation can be in."""
+
+# States a confirmation ends in; finish_confirmation accepts only these.
+_FINAL_STATES: Final = frozenset({"executed", "rejected", "expired", "failed"})
+_ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
+_DAY_SECONDS: Final = 86400.0
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    actor_id TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    summary TEXT,
+    summarized_through INTEGER
+);
+CREATE INDEX IF NOT EXISTS conversations_by_actor ON conversations (actor_id, updated_at);
+CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    tool_call_id TEXT,
+    tool_name TEXT,
+    tool_result TEXT,
+    turn_id TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, id);
+
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (conversation_id, turn_id, sequence)
+);
+
+CREATE TABLE IF NOT EXISTS confirmations (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    mutation TEXT NOT NULL,
+    input TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    resolved_at REAL,
+    turn_state TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, id)
+);
+CREATE INDEX IF NOT EXISTS confirmations_by_state ON confirmations (state, expires_at);
+
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    actor_id TEXT NOT NULL,
+    counter TEXT NOT NULL,
+    amount INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_by_actor ON usage (actor_id, counter, at);
+CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
+"""
+
+
+class StoreVersionError(RuntimeError):
+    """The database was written by a newer gmchat_nb whose schema this version cannot read."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One conversation. ``summarized_through`` is the id of the last message ``summary`` covers
+    (``None`` when there is no summary)."""
+
+    id: str
+    actor_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    summary: str | None
+    summarized_through: int | None
+    message_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One persisted history entry. ``tool_calls`` are ``{"id", "name", "args"}`` dicts on
+    assistant messages; a ``tool`` message answers one call with its JSON ``tool_result``."""
+
+    id: int
+    conversation_id: str
+    role: str
+    content: str
+    tool_calls: tuple[dict[str, Any], ...]
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_result: Any
+    turn_id: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationRecord:
+    """A mutation waiting for (or past) a human's decision.
+
+    ``id`` is the provider's tool-call id, unique within its conversation. ``state`` is one of
+    :data:`CONFIRMATION_STATES`; ``turn_state`` is whatever the loop needs to resume the turn.
+    """
+
+    conversation_id: str
+    id: str
+    actor_id: str
+    mutation: str
+    input: dict[str, Any]
+    state: str
+    created_at: float
+    expires_at: float
+    resolved_at: float | None
+    turn_state: dict[str, Any]
+
+
+def _jupyter_data_dir() -> Path:
+    # jupyter_core is optional: a notebook has it, a bare `pip install gmchat_nb` may not.
+    try:
+        paths = importlib.import_module("jupyter_core.paths")
+    except ImportError:
+        configured = os.environ.get("JUPYTER_DATA_DIR")
+        if configured:
+            return Path(configured).expanduser()
+        return Path.home() / ".local" / "share" / "jupyter"
+    return Path(str(paths.jupyter_data_dir()))
+
+
+def _now(value: float | None) -> float:
+    return time.time() if value is None else float(value)
+
+
+class ChatStore:
+    """Conversations, messages, confirmations, the event journal and usage counters in SQLite.
+
+    ``path`` is a file (its directory is created) or ``":memory:"`` (private to this object).
+    All methods are synchronous and thread-safe. Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+        self.path = str(path)
+        in_memory = self.path == ":memory:"
+        if not in_memory:
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self.path = str(Path(self.path).expanduser())
+        self._lock = threading.Lock()
+        # Autocommit mode (isolation_level=None): transactions are explicit BEGIN IMMEDIATE, so a
+        # write never starts from a stale snapshot and contending processes wait (timeout) instead
+        # of failing half-way.
+        self._connection = sqlite3.connect(
+            self.path, timeout=10.0, check_same_thread=False, isolation_level=None
+        )
+        self._connection.row_factory = sqlite3.Row
+        self._closed = False
+        try:
+            self._prepare(in_memory)
+        except BaseException:
+            self._connection.close()
+            raise
+
+    @staticmethod
+    def default_path() -> Path:
+        """``$GMCHAT_STORE`` when set, else ``<Jupyter data dir>/gmchat_nb/chat.sqlite3``."""
+        configured = os.environ.get("GMCHAT_STORE")
+        if configured:
+            return Path(configured).expanduser()
+        return _jupyter_data_dir() / "gmchat_nb" / "chat.sqlite3"
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _prepare(self, in_memory: bool) -> None:
+        with self._lock:
+            connection = self._connection
+            connection.execute("PRAGMA foreign_keys = ON")
+            if not in_memory:
+                connection.execute("PRAGMA journal_mode = WAL")
+                # WAL + NORMAL loses at most the last commits on power loss, never consistency.
+                connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+                if version > SCHEMA_VERSION:
+                    raise StoreVersionError(
+                        f"{self.path} has chat store schema version {version}; this gmchat_nb "
+                        f"reads version {SCHEMA_VERSION}. Upgrade gmchat_nb or use another file."
+                    )
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the lock; rolled back when the body raises."""
+        with self._lock:
+            connection = self._connection
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._connection.execute(sql, tuple(parameters)).fetchall()
+
+    @property
+    def journal_mode(self) -> str:
+        """SQLite's journal mode for this connection (``"wal"`` for files, ``"memory"`` else)."""
+        return str(self._read("PRAGMA journal_mode")[0][0]).lower()
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Later calls raise ``sqlite3.ProgrammingError``."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._connection.close()
+
+    def __enter__(self) -> ChatStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- conversations -------------------------------------------------------------------------
+
+    _CONVERSATION_COLUMNS: Final = (
+        "c.id, c.actor_id, c.title, c.created_at, c.updated_at, c.summary, c.summarized_through, "
+        "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS message_count"
+    )
+
+    @staticmethod
+    def _conversation(row: sqlite3.Row) -> ConversationRecord:
+        return ConversationRecord(
+            id=row["id"],
+            actor_id=row["actor_id"],
+            title=row["title"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            summary=row["summary"],
+            summarized_through=row["summarized_through"],
+            message_count=row["message_count"],
+        )
+
+    def create_conversation(
+        self, actor_id: str, title: str = "", *, now: float | None = None
+    ) -> ConversationRecord:
+        """A new, empty conversation owned by ``actor_id``."""
+        at = _now(now)
+        record = ConversationRecord(uuid.uuid4().hex, actor_id, title, at, at, None, None, 0)
+        with self._write() as connection:
+            connection.execute(
+                "INSERT INTO conversations (id, actor_id, title, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (record.id, actor_id, title, at, at),
+            )
+        return record
+
+    def conversation(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation with this id, or ``None``."""
+        rows = self._read(
+            f"SELECT {self._CONVERSATION_COLUMNS} FROM conversations c WHERE c.id = ?",
+            (conversation_id,),
+        )
+        return self._conversation(rows[0]) if rows else None
+
+    def conversations(self, actor_id: str) -> list[ConversationRecord]:
+        """The actor's conversations, most recently updated first."""
+        rows = self._read(
+            f"SELECT {self._CONVERSATION_COLUMNS} FROM conversations c WHERE c.actor_id = ? "
+            "ORDER BY c.updated_at DESC, c.created_at DESC, c.rowid DESC",
+            (actor_id,),
+        )
+        return [self._conversation(row) for row in rows]
+
+    def rename_conversation(self, conversation_id: str, title: str) -> None:
+        """Set the title. An unknown id is a ``KeyError``."""
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id)
+            )
+            if cursor.rowcount == 0:
+                raise KeyError(conversation_id)
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete the conversation with its messages, events and confirmations. ``False`` when
+        there was no such conversation."""
+        with self._write() as connection:
+            cursor = connection.execute(
+                "DELETE FROM conversations WHERE id = ?", (conversation_id,)
+            )
+            return cursor.rowcount == 1
+
+    # -- messages ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _message(row: sqlite3.Row) -> StoredMessage:
+        result = row["tool_result"]
+        return StoredMessage(
+            id=row["id"],
+            conversation_id=row["conversation_id"],
+            role=row["role"],
+            content=row["content"],
+            tool_calls=tuple(json.loads(row["tool_calls"])),
+            tool_call_id=row["tool_call_id"],
+            tool_name=row["tool_name"],
+            tool_result=None if result is None else json.loads(result),
+            turn_id=row["turn_id"],
+            created_at=row["created_at"],
+        )
+
+    def append_message(
+        self,
+        conversation_id: str,
+        role: str,
+        content: str = "",
+        *,
+        tool_calls: Iterable[Mapping[str, Any]] = (),
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        tool_result: Any = None,
+        turn_id: str | None = None,
+        now: float | None = None,
+    ) -> StoredMessage:
+        """Append one message and touch the conversation's ``updated_at``.
+
+        ``tool_calls`` are mappings with ``id``, ``name`` and ``args`` (``{}`` when missing);
+        ``tool_result`` is any JSON value. An unknown conversation is a ``KeyError``; an unknown
+        role, or a tool call without id or name, is a ``ValueError``.
+        """
+        if role not in _ROLES:
+            raise ValueError(f"role must be one of {sorted(_ROLES)}, not {role!r}")
+        calls = []
+        for call in tool_calls:
+            if not call.get("id") or not call.get("name"):
+                raise ValueError(f"a tool call needs an id and a name: {dict(call)!r}")
+            calls.append({"id": call["id"], "name": call["name"], "args": call.get("args") or {}})
+        calls_json = json.dumps(calls)
+        result_json = None if tool_result is None else json.dumps(tool_result)
+        at = _now(now)
+        with self._write() as connection:
+            touched = connection.execute(
+                "UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?",
+                (at, conversation_id),
+            )
+            if touched.rowcount == 0:
+                raise KeyError(conversation_id)
+            cursor = connection.execute(
+                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
+                "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id,
+                    role,
+                    content,
+                    calls_json,
+                    tool_call_id,
+                    tool_name,
+                    result_json,
+                    turn_id,
+                    at,
+                ),
+            )
+            message_id = cursor.lastrowid
+        assert message_id is not None
+        return StoredMessage(
+            id=message_id,
+            conversation_id=conversation_id,
+            role=role,
+            content=content,
+            tool_calls=tuple(json.loads(calls_json)),
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            # Round-tripped so the caller sees exactly what a later read returns.
+            tool_result=None if result_json is None else json.loads(result_json),
+            turn_id=turn_id,
+            created_at=at,
+        )
+
+    def messages(self, conversation_id: str, *, after_id: int | None = None) -> list[StoredMessage]:
+        """The conversation's messages in order (only those after ``after_id`` when given)."""
+        rows = self._read(
+            "SELECT * FROM messages WHERE conversation_id = ? AND id > ? ORDER BY id",
+            (conversation_id, -1 if after_id is None else after_id),
+        )
+        return [self._message(row) for row in rows]
+
+    def delete_messages(self, conversation_id: str, ids: Iterable[int]) -> int:
+        """Delete these messages of the conversation (a failed turn's leftovers); returns how many.
+
+        A summary whose marker message is deleted is dropped too, so it is regenerated rather than
+        trusted with unknown coverage.
+        """
+        wanted = sorted({int(value) for value in ids})
+        if not wanted:
+            return 0
+        marks = ", ".join("?" for _ in wanted)
+        with self._write() as connection:
+            cursor = connection.execute(
+                f"DELETE FROM messages WHERE conversation_id = ? AND id IN ({marks})",
+                (conversation_id, *wanted),
+            )
+            connection.execute(
+                "UPDATE conversations SET summary = NULL, summarized_through = NULL "
+                f"WHERE id = ? AND summarized_through IN ({marks})",
+                (conversation_id, *wanted),
+            )
+            return cursor.rowcount
+
+    def set_summary(self, conversation_id: str, text: str, through_message_id: int) -> None:
+        """Record a summary covering every message up to and including ``through_message_id``.
+
+        An unknown conversation is a ``KeyError``; a message of another conversation (or none) is a
+        ``ValueError``.
+        """
+        with self._write() as connection:
+            owner = connection.execute(
+                "SELECT conversation_id FROM messages WHERE id = ?", (through_message_id,)
+            ).fetchone()
+            cursor = connection.execute(
+                "UPDATE conversations SET summary = ?, summarized_through = ? WHERE id = ?",
+                (text, through_message_id, conversation_id),
+            )
+            if cursor.rowcount == 0:
+                raise KeyError(conversation_id)
+            if owner is None or owner[0] != conversation_id:
+                raise ValueError(
+                    f"message {through_message_id} is not in conversation {conversation_id}"
+                )
+
+    # -- the event journal ---------------------------------------------------------------------
+
+    def append_event(
+        self, conversation_id: str, turn_id: str, sequence: int, payload: Mapping[str, Any]
+    ) -> None:
+        """Journal one event of a turn at its sequence number.
+
+        Appending the same event again (same turn, sequence and payload) is a no-op, so a retried
+        write is harmless; a different payload at a taken sequence is a ``ValueError``. An unknown
+        conversation is a ``KeyError``.
+        """
+        text = json.dumps(dict(payload), sort_keys=True)
+        with self._write() as connection:
+            exists = connection.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+            ).fetchone()
+            if exists is None:
+                raise KeyError(conversation_id)
+            taken = connection.execute(
+                "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? "
+                "AND sequence = ?",
+                (conversation_id, turn_id, sequence),
+            ).fetchone()
+            if taken is not None:
+                if taken[0] == text:
+                    return
+                raise ValueError(
+                    f"turn {turn_id} of conversation {conversation_id} already journaled a "
+                    f"different event at sequence {sequence}"
+                )
+            connection.execute(
+                "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, turn_id, sequence, text, time.time()),
+            )
+
+    def events(
+        self,
+        conversation_id: str,
+        *,
+        turn_id: str | None = None,
+        after_sequence: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Journaled event payloads in order: by sequence within a turn, turns in the order they
+        were first journaled. ``after_sequence`` keeps only events with a larger sequence (meant
+        with ``turn_id``: resuming a turn's stream after the last event a client saw)."""
+        clauses = ["e.conversation_id = ?"]
+        parameters: list[Any] = [conversation_id]
+        if turn_id is not None:
+            clauses.append("e.turn_id = ?")
+            parameters.append(turn_id)
+        if after_sequence is not None:
+            clauses.append("e.sequence > ?")
+            parameters.append(after_sequence)
+        rows = self._read(
+            "SELECT e.payload FROM events e WHERE "
+            + " AND ".join(clauses)
+            + " ORDER BY (SELECT MIN(f.id) FROM events f WHERE f.conversation_id = e.conversation_id"
+            " AND f.turn_id = e.turn_id), e.sequence",
+            parameters,
+        )
+        return [json.loads(row[0]) for row in rows]
+
+    # -- confirmations -------------------------------------------------------------------------
+
+    @staticmethod
+    def _confirmation(row: sqlite3.Row) -> ConfirmationRecord:
+        return ConfirmationRecord(
+            conversation_id=row["conversation_id"],
+            id=row["id"],
+            actor_id=row["actor_id"],
+            mutation=row["mutation"],
+            input=json.loads(row["input"]),
+            state=row["state"],
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            resolved_at=row["resolved_at"],
+            turn_state=json.loads(row["turn_state"]),
+        )
+
+    def add_confirmation(self, record: ConfirmationRecord) -> None:
+        """Persist a confirmation.
+
+        Provider tool-call ids can repeat within a conversation (``tool-1`` every turn), so a
+        record whose id belongs to a finished confirmation replaces it; one that is still pending
+        or claimed is a ``ValueError``. An unknown conversation is a ``KeyError``; an unknown
+        state is a ``ValueError``.
+        """
+        if record.state not in CONFIRMATION_STATES:
+            raise ValueError(f"state must be one of {sorted(CONFIRMATION_STATES)}")
+        values = (
+            record.conversation_id,
+            record.id,
+            record.actor_id,
+            record.mutation,
+            json.dumps(record.input),
+            record.state,
+            record.created_at,
+            record.expires_at,
+            record.resolved_at,
+            json.dumps(record.turn_state),
+        )
+        with self._write() as connection:
+            exists = connection.execute(
+                "SELECT 1 FROM conversations WHERE id = ?", (record.conversation_id,)
+            ).fetchone()
+            if exists is None:
+                raise KeyError(record.conversation_id)
+            current = connection.execute(
+                "SELECT state FROM confirmations WHERE conversation_id = ? AND id = ?",
+                (record.conversation_id, record.id),
+            ).fetchone()
+            if current is not None and current[0] not in _FINAL_STATES:
+                raise ValueError(
+                    f"confirmation {record.id} of conversation {record.conversation_id} is "
+                    f"still {current[0]}"
+                )
+            connection.execute(
+                "INSERT OR REPLACE INTO confirmations (conversation_id, id, actor_id, mutation, "
+                "input, state, created_at, expires_at, resolved_at, turn_state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+
+    def confirmation(self, conversation_id: str, confirmation_id: str) -> ConfirmationRecord | None:
+        """The confirmation in any state, or ``None``."""
+        rows = self._read(
+            "SELECT * FROM confirmations WHERE conversation_id = ? AND id = ?",
+            (conversation_id, confirmation_id),
+        )
+        return self._confirmation(rows[0]) if rows else None
+
+    def claim_confirmation(
+        self,
+        conversation_id: str,
+        confirmation_id: str,
+        actor_id: str,
+        *,
+        now: float | None = None,
+    ) -> ConfirmationRecord | None:
+        """Claim a pending, unexpired confirmation of ``actor_id`` for execution.
+
+        Returns the claimed record only to the one caller whose claim changed the row; every
+        other caller — a second click, another thread, another process on the same file, a
+        foreign actor, a late or unknown id — gets ``None``. Execute the mutation only on a
+        record, then :meth:`finish_confirmation`.
+        """
+        at = _now(now)
+        with self._write() as connection:
+            # The single conditional UPDATE is the whole decision: SQLite serialises writers, so
+            # exactly one claimer sees rowcount 1.
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = 'claimed' WHERE conversation_id = ? AND id = ? "
+                "AND state = 'pending' AND expires_at > ? AND actor_id = ?",
+                (conversation_id, confirmation_id, at, actor_id),
+            )
+            if cursor.rowcount != 1:
+                return None
+            row = connection.execute(
+                "SELECT * FROM confirmations WHERE conversation_id = ? AND id = ?",
+                (conversation_id, confirmation_id),
+            ).fetchone()
+        return self._confirmation(row)
+
+    def finish_confirmation(
+        self,
+        conversation_id: str,
+        confirmation_id: str,
+        state: str,
+        *,
+        now: float | None = None,
+    ) -> bool:
+        """Move a pending or claimed confirmation to a final state (``executed``, ``rejected``,
+        ``expired`` or ``failed``) and stamp ``resolved_at``. ``False`` when it was unknown or
+        already final (a final state never changes)."""
+        if state not in _FINAL_STATES:
+            raise ValueError(f"state must be one of {sorted(_FINAL_STATES)}, not {state!r}")
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = ?, resolved_at = ? WHERE conversation_id = ? "
+                "AND id = ? AND state IN ('pending', 'claimed')",
+                (state, _now(now), conversation_id, confirmation_id),
+            )
+            return cursor.rowcount == 1
+
+    def pending_confirmation(
+        self, conversation_id: str, *, now: float | None = None
+    ) -> ConfirmationRecord | None:
+        """The newest confirmation of the conversation still pending and not expired."""
+        rows = self._read(
+            "SELECT * FROM confirmations WHERE conversation_id = ? AND state = 'pending' "
+            "AND expires_at > ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (conversation_id, _now(now)),
+        )
+        return self._confirmation(rows[0]) if rows else None
+
+    def expire_confirmations(self, *, now: float | None = None) -> int:
+        """Mark every pending confirmation past its expiry ``expired``; returns how many."""
+        at = _now(now)
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = 'expired', resolved_at = ? "
+                "WHERE state = 'pending' AND expires_at <= ?",
+                (at, at),
+            )
+            return cursor.rowcount
+
+    # -- usage counters ------------------------------------------------------------------------
+
+    def record_usage(
+        self, actor_id: str, counter: str, amount: int, *, at: float | None = None
+    ) -> None:
+        """Add ``amount`` to the actor's ``counter`` at time ``at``."""
+        with self._write() as connection:
+            connection.execute(
+                "INSERT INTO usage (actor_id, counter, amount, at) VALUES (?, ?, ?, ?)",
+                (actor_id, counter, int(amount), _now(at)),
+            )
+
+    def usage(self, actor_id: str, counter: str, *, since: float) -> list[tuple[float, int]]:
+        """``(at, amount)`` of the actor's counter at or after ``since``, in time order."""
+        rows = self._read(
+            "SELECT at, amount FROM usage WHERE actor_id = ? AND counter = ? AND at >= ? "
+            "ORDER BY at, id",
+            (actor_id, counter, since),
+        )
+        return [(float(row[0]), int(row[1])) for row in rows]
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def cleanup(self, ttl_hours: float, *, now: float | None = None) -> dict[str, int]:
+        """Delete what is older than ``ttl_hours``; returns how many rows of each kind went.
+
+        Conversations not updated within the ttl go with everything they own; resolved or expired
+        confirmations resolved (or expired) before the ttl go too; usage rows go once older than
+        both the ttl and one day. Keys: ``conversations``, ``messages``, ``events``,
+        ``confirmations``, ``usage``.
+        """
+        if not math.isfinite(ttl_hours) or ttl_hours < 0:
+            raise ValueError(f"ttl_hours must be a non-negative number, not {ttl_hours!r}")
+        at = _now(now)
+        cutoff = at - ttl_hours * 3600.0
+        usage_cutoff = at - max(ttl_hours * 3600.0, _DAY_SECONDS)
+        stale = "SELECT id FROM conversations WHERE updated_at < ?"
+        with self._write() as connection:
+
+            def count(sql: str, *parameters: Any) -> int:
+                return int(connection.execute(sql, parameters).fetchone()[0])
+
+            messages = count(
+                f"SELECT COUNT(*) FROM messages WHERE conversation_id IN ({stale})", cutoff
+            )
+            events = count(
+                f"SELECT COUNT(*) FROM events WHERE conversation_id IN ({stale})", cutoff
+            )
+            owned_confirmations = count(
+                f"SELECT COUNT(*) FROM confirmations WHERE conversation_id IN ({stale})", cutoff
+            )
+            conversations = connection.execute(
+                "DELETE FROM conversations WHERE updated_at < ?", (cutoff,)
+            ).rowcount
+            # Pending rows whose expiry passed long ago were never marked expired (nobody
+            # confirmed); they are as dead as expired ones. Claimed rows stay: their outcome is
+            # unknown until the conversation itself ages out.
+            confirmations = connection.execute(
+                "DELETE FROM confirmations WHERE "
+                "(state IN ('executed', 'rejected', 'expired', 'failed') "
+                " AND COALESCE(resolved_at, expires_at) < ?) "
+                "OR (state = 'pending' AND expires_at < ?)",
+                (cutoff, cutoff),
+            ).rowcount
+            usage = connection.execute("DELETE FROM usage WHERE at < ?", (usage_cutoff,)).rowcount
+        return {
+            "conversations": conversations,
+            "messages": messages,
+            "events": events,
+            "confirmations": owned_confirmations + confirmations,
+            "usage": usage,
+        }

@@ -1,0 +1,608 @@
+"""ChatStore against real SQLite: in memory and in files under tmp_path."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gmchat_nb.core.store import (
+    SCHEMA_VERSION,
+    ChatStore,
+    ConfirmationRecord,
+    StoreVersionError,
+)
+
+T0 = 1_700_000_000.0
+HOUR = 3600.0
+
+
+@pytest.fixture
+def store() -> Iterator[ChatStore]:
+    with ChatStore() as chat_store:
+        yield chat_store
+
+
+def confirmation(
+    conversation_id: str,
+    confirmation_id: str = "tool-1",
+    *,
+    actor_id: str = "alice",
+    created_at: float = T0,
+    expires_at: float = T0 + 30,
+    state: str = "pending",
+) -> ConfirmationRecord:
+    return ConfirmationRecord(
+        conversation_id=conversation_id,
+        id=confirmation_id,
+        actor_id=actor_id,
+        mutation="deletePart",
+        input={"id": 6},
+        state=state,
+        created_at=created_at,
+        expires_at=expires_at,
+        resolved_at=None,
+        turn_state={"mutations": 1, "messages": [{"role": "user", "content": "delete part 6"}]},
+    )
+
+
+# -- conversations ---------------------------------------------------------------------------
+
+
+def test_a_new_conversation_is_empty_and_can_be_read_back(store: ChatStore) -> None:
+    created = store.create_conversation("alice", "Parts", now=T0)
+
+    assert len(created.id) == 32
+    assert store.conversation(created.id) == created
+    assert (created.title, created.created_at, created.updated_at) == ("Parts", T0, T0)
+    assert (created.summary, created.summarized_through, created.message_count) == (None, None, 0)
+    assert store.conversation("missing") is None
+
+
+def test_conversations_list_only_the_actor_s_most_recently_updated_first(store: ChatStore) -> None:
+    first = store.create_conversation("alice", "first", now=T0)
+    second = store.create_conversation("alice", "second", now=T0 + 10)
+    store.create_conversation("bob", "bob's", now=T0 + 20)
+    store.append_message(first.id, "user", "hello again", now=T0 + 30)
+
+    listed = store.conversations("alice")
+
+    assert [item.id for item in listed] == [first.id, second.id]
+    assert listed[0].updated_at == T0 + 30
+    assert listed[0].message_count == 1
+    assert store.conversations("nobody") == []
+
+
+def test_rename_changes_the_title_and_refuses_an_unknown_id(store: ChatStore) -> None:
+    created = store.create_conversation("alice")
+
+    store.rename_conversation(created.id, "Suppliers in Berlin")
+
+    renamed = store.conversation(created.id)
+    assert renamed is not None and renamed.title == "Suppliers in Berlin"
+    with pytest.raises(KeyError):
+        store.rename_conversation("missing", "x")
+
+
+def test_delete_conversation_removes_everything_it_owns(store: ChatStore) -> None:
+    doomed = store.create_conversation("alice")
+    kept = store.create_conversation("alice")
+    for conversation_id in (doomed.id, kept.id):
+        store.append_message(conversation_id, "user", "hi", turn_id="t1")
+        store.append_event(conversation_id, "t1", 1, {"type": "text_chunk", "content": "hi"})
+        store.add_confirmation(confirmation(conversation_id))
+
+    assert store.delete_conversation(doomed.id) is True
+    assert store.delete_conversation(doomed.id) is False
+
+    assert store.conversation(doomed.id) is None
+    assert store.messages(doomed.id) == []
+    assert store.events(doomed.id) == []
+    assert store.confirmation(doomed.id, "tool-1") is None
+    assert len(store.messages(kept.id)) == 1
+    assert len(store.events(kept.id)) == 1
+    assert store.confirmation(kept.id, "tool-1") is not None
+
+
+# -- messages --------------------------------------------------------------------------------
+
+
+def test_messages_keep_structured_tool_calls_and_results(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice", now=T0)
+    user = store.append_message(conversation.id, "user", "How many parts?", turn_id="t1", now=T0)
+    call = {"id": "call-1", "name": "query", "args": {"manager": "Part", "fields": ["id"]}}
+    assistant = store.append_message(
+        conversation.id, "assistant", tool_calls=[call], turn_id="t1", now=T0 + 1
+    )
+    result = {"status": "ok", "items": [{"id": 1}, {"id": 2}], "total": 2}
+    tool = store.append_message(
+        conversation.id,
+        "tool",
+        tool_call_id="call-1",
+        tool_name="query",
+        tool_result=result,
+        turn_id="t1",
+        now=T0 + 2,
+    )
+
+    stored = store.messages(conversation.id)
+
+    assert stored == [user, assistant, tool]
+    assert stored[1].tool_calls == (call,)
+    assert stored[1].content == ""
+    assert stored[2].tool_result == result
+    assert (stored[2].tool_call_id, stored[2].tool_name) == ("call-1", "query")
+    assert stored[0].tool_result is None and stored[0].tool_calls == ()
+    assert [message.turn_id for message in stored] == ["t1", "t1", "t1"]
+    assert user.id < assistant.id < tool.id
+    touched = store.conversation(conversation.id)
+    assert touched is not None and touched.updated_at == T0 + 2 and touched.message_count == 3
+
+
+def test_a_tool_call_without_args_is_stored_with_empty_args(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+
+    message = store.append_message(
+        conversation.id, "assistant", tool_calls=[{"id": "c", "name": "find_path"}]
+    )
+
+    assert store.messages(conversation.id)[0].tool_calls == (
+        {"id": "c", "name": "find_path", "args": {}},
+    )
+    assert message.tool_calls == ({"id": "c", "name": "find_path", "args": {}},)
+
+
+def test_append_message_refuses_unknown_conversations_roles_and_nameless_calls(
+    store: ChatStore,
+) -> None:
+    conversation = store.create_conversation("alice")
+
+    with pytest.raises(KeyError):
+        store.append_message("missing", "user", "hi")
+    with pytest.raises(ValueError, match="role"):
+        store.append_message(conversation.id, "robot", "hi")
+    with pytest.raises(ValueError, match="id and a name"):
+        store.append_message(conversation.id, "assistant", tool_calls=[{"args": {}}])
+    assert store.messages(conversation.id) == []
+
+
+def test_messages_after_an_id_return_only_later_ones(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    ids = [store.append_message(conversation.id, "user", str(n)).id for n in range(4)]
+
+    later = store.messages(conversation.id, after_id=ids[1])
+
+    assert [message.content for message in later] == ["2", "3"]
+    assert store.messages(conversation.id, after_id=ids[-1]) == []
+
+
+def test_delete_messages_removes_a_failed_turn_only_in_its_conversation(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    other = store.create_conversation("alice")
+    kept = store.append_message(conversation.id, "user", "first", turn_id="t1")
+    dangling = store.append_message(conversation.id, "user", "second", turn_id="t2")
+    foreign = store.append_message(other.id, "user", "elsewhere")
+
+    removed = store.delete_messages(conversation.id, [dangling.id, foreign.id])
+
+    assert removed == 1
+    assert store.messages(conversation.id) == [kept]
+    assert store.messages(other.id) == [foreign]
+    assert store.delete_messages(conversation.id, []) == 0
+
+
+def test_summary_records_its_last_covered_message(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    messages = [store.append_message(conversation.id, "user", str(n)) for n in range(3)]
+
+    store.set_summary(conversation.id, "The user counted to two.", messages[1].id)
+
+    summarized = store.conversation(conversation.id)
+    assert summarized is not None
+    assert summarized.summary == "The user counted to two."
+    assert summarized.summarized_through == messages[1].id
+
+
+def test_set_summary_refuses_unknown_conversations_and_foreign_messages(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    other = store.create_conversation("alice")
+    foreign = store.append_message(other.id, "user", "elsewhere")
+
+    with pytest.raises(KeyError):
+        store.set_summary("missing", "text", foreign.id)
+    with pytest.raises(ValueError, match="not in conversation"):
+        store.set_summary(conversation.id, "text", foreign.id)
+    unchanged = store.conversation(conversation.id)
+    assert unchanged is not None and unchanged.summary is None
+
+
+def test_deleting_the_summary_marker_drops_the_summary(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    first = store.append_message(conversation.id, "user", "one")
+    marker = store.append_message(conversation.id, "user", "two")
+    store.set_summary(conversation.id, "one and two", marker.id)
+
+    store.delete_messages(conversation.id, [first.id])
+    still = store.conversation(conversation.id)
+    assert still is not None and still.summarized_through == marker.id
+
+    store.delete_messages(conversation.id, [marker.id])
+    dropped = store.conversation(conversation.id)
+    assert dropped is not None
+    assert (dropped.summary, dropped.summarized_through) == (None, None)
+
+
+# -- the event journal -----------------------------------------------------------------------
+
+
+def test_the_journal_returns_a_turn_s_events_in_sequence_order(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.append_event(conversation.id, "t1", 1, {"type": "tool_call", "sequence": 1})
+    store.append_event(conversation.id, "t1", 3, {"type": "done", "sequence": 3})
+    store.append_event(conversation.id, "t1", 2, {"type": "tool_result", "sequence": 2})
+    store.append_event(conversation.id, "t2", 1, {"type": "text_chunk", "sequence": 1})
+
+    assert [event["type"] for event in store.events(conversation.id)] == [
+        "tool_call",
+        "tool_result",
+        "done",
+        "text_chunk",
+    ]
+    assert store.events(conversation.id, turn_id="t2") == [{"type": "text_chunk", "sequence": 1}]
+    assert [
+        event["sequence"] for event in store.events(conversation.id, turn_id="t1", after_sequence=1)
+    ] == [2, 3]
+    assert store.events(conversation.id, turn_id="t1", after_sequence=3) == []
+    assert store.events(conversation.id, turn_id="unknown") == []
+
+
+def test_rejournaling_an_event_is_harmless_but_a_different_one_is_refused(
+    store: ChatStore,
+) -> None:
+    conversation = store.create_conversation("alice")
+    store.append_event(conversation.id, "t1", 1, {"type": "text_chunk", "content": "a"})
+
+    store.append_event(conversation.id, "t1", 1, {"content": "a", "type": "text_chunk"})
+    with pytest.raises(ValueError, match="sequence 1"):
+        store.append_event(conversation.id, "t1", 1, {"type": "text_chunk", "content": "b"})
+
+    assert store.events(conversation.id) == [{"type": "text_chunk", "content": "a"}]
+
+
+def test_journaling_into_an_unknown_conversation_is_a_key_error(store: ChatStore) -> None:
+    with pytest.raises(KeyError):
+        store.append_event("missing", "t1", 1, {"type": "done"})
+
+
+# -- confirmations ---------------------------------------------------------------------------
+
+
+def test_a_confirmation_round_trips(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    record = confirmation(conversation.id)
+
+    store.add_confirmation(record)
+
+    assert store.confirmation(conversation.id, "tool-1") == record
+    assert store.confirmation(conversation.id, "tool-2") is None
+    with pytest.raises(KeyError):
+        store.add_confirmation(confirmation("missing"))
+
+
+def test_a_claim_succeeds_once_and_the_claimed_record_is_returned(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+
+    claimed = store.claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 1)
+
+    assert claimed is not None
+    assert claimed.state == "claimed"
+    assert (claimed.mutation, claimed.input) == ("deletePart", {"id": 6})
+    assert claimed.turn_state["mutations"] == 1
+    assert store.claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 2) is None
+
+
+@pytest.mark.parametrize(
+    ("actor_id", "confirmation_id", "at"),
+    [
+        pytest.param("bob", "tool-1", T0 + 1, id="foreign-actor"),
+        pytest.param("alice", "tool-1", T0 + 30, id="at-expiry"),
+        pytest.param("alice", "tool-1", T0 + 31, id="after-expiry"),
+        pytest.param("alice", "tool-9", T0 + 1, id="unknown-id"),
+    ],
+)
+def test_a_claim_fails_for_foreign_expired_and_unknown_confirmations(
+    store: ChatStore, actor_id: str, confirmation_id: str, at: float
+) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+
+    assert store.claim_confirmation(conversation.id, confirmation_id, actor_id, now=at) is None
+
+    unchanged = store.confirmation(conversation.id, "tool-1")
+    assert unchanged is not None and unchanged.state == "pending"
+
+
+def test_a_claim_from_another_conversation_fails(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    other = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+
+    assert store.claim_confirmation(other.id, "tool-1", "alice", now=T0 + 1) is None
+
+
+def test_twenty_threads_racing_for_one_confirmation_have_one_winner(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+    start = threading.Barrier(20)
+    wins: list[ConfirmationRecord] = []
+
+    def claim() -> None:
+        start.wait()
+        record = store.claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 1)
+        if record is not None:
+            wins.append(record)
+
+    threads = [threading.Thread(target=claim) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(wins) == 1
+    assert wins[0].state == "claimed"
+
+
+def test_two_stores_on_one_file_racing_for_a_confirmation_have_one_winner(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "chat.sqlite3"
+    with ChatStore(path) as first, ChatStore(path) as second:
+        conversation = first.create_conversation("alice")
+        first.add_confirmation(confirmation(conversation.id))
+        stores = [first, second] * 5
+        start = threading.Barrier(len(stores))
+        wins: list[int] = []
+
+        def claim(index: int) -> None:
+            start.wait()
+            if stores[index].claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 1):
+                wins.append(index)
+
+        threads = [threading.Thread(target=claim, args=(index,)) for index in range(len(stores))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        assert len(wins) == 1
+        seen_by_other = second.confirmation(conversation.id, "tool-1")
+        assert seen_by_other is not None and seen_by_other.state == "claimed"
+
+
+def test_finishing_sets_a_final_state_once(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+    store.claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 1)
+
+    assert store.finish_confirmation(conversation.id, "tool-1", "executed", now=T0 + 2) is True
+    assert store.finish_confirmation(conversation.id, "tool-1", "failed", now=T0 + 3) is False
+    assert store.finish_confirmation(conversation.id, "missing", "failed") is False
+
+    finished = store.confirmation(conversation.id, "tool-1")
+    assert finished is not None
+    assert (finished.state, finished.resolved_at) == ("executed", T0 + 2)
+    with pytest.raises(ValueError, match="state"):
+        store.finish_confirmation(conversation.id, "tool-1", "claimed")
+
+
+def test_a_rejected_confirmation_cannot_be_claimed(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+
+    assert store.finish_confirmation(conversation.id, "tool-1", "rejected", now=T0 + 1)
+
+    assert store.claim_confirmation(conversation.id, "tool-1", "alice", now=T0 + 2) is None
+
+
+def test_pending_confirmation_is_the_newest_live_one(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id, "old", created_at=T0, expires_at=T0 + 30))
+    store.add_confirmation(
+        confirmation(conversation.id, "new", created_at=T0 + 5, expires_at=T0 + 35)
+    )
+
+    newest = store.pending_confirmation(conversation.id, now=T0 + 10)
+    assert newest is not None and newest.id == "new"
+
+    store.finish_confirmation(conversation.id, "new", "rejected", now=T0 + 11)
+    older = store.pending_confirmation(conversation.id, now=T0 + 12)
+    assert older is not None and older.id == "old"
+
+    assert store.pending_confirmation(conversation.id, now=T0 + 30) is None
+
+
+def test_expire_confirmations_marks_only_pending_past_their_expiry(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id, "late", expires_at=T0 + 30))
+    store.add_confirmation(confirmation(conversation.id, "live", expires_at=T0 + 90))
+    store.add_confirmation(confirmation(conversation.id, "claimed", expires_at=T0 + 30))
+    store.claim_confirmation(conversation.id, "claimed", "alice", now=T0 + 1)
+
+    assert store.expire_confirmations(now=T0 + 60) == 1
+    assert store.expire_confirmations(now=T0 + 60) == 0
+
+    states = {
+        name: record.state
+        for name in ("late", "live", "claimed")
+        if (record := store.confirmation(conversation.id, name)) is not None
+    }
+    assert states == {"late": "expired", "live": "pending", "claimed": "claimed"}
+    expired = store.confirmation(conversation.id, "late")
+    assert expired is not None and expired.resolved_at == T0 + 60
+
+
+def test_a_provider_call_id_can_be_reused_once_its_confirmation_is_finished(
+    store: ChatStore,
+) -> None:
+    conversation = store.create_conversation("alice")
+    store.add_confirmation(confirmation(conversation.id))
+
+    with pytest.raises(ValueError, match="still pending"):
+        store.add_confirmation(confirmation(conversation.id))
+
+    store.finish_confirmation(conversation.id, "tool-1", "rejected")
+    store.add_confirmation(confirmation(conversation.id, created_at=T0 + 100, expires_at=T0 + 130))
+
+    reused = store.confirmation(conversation.id, "tool-1")
+    assert reused is not None and (reused.state, reused.created_at) == ("pending", T0 + 100)
+
+
+# -- usage -----------------------------------------------------------------------------------
+
+
+def test_usage_rows_come_back_in_time_order_from_since(store: ChatStore) -> None:
+    store.record_usage("alice", "tokens", 30, at=T0 + 20)
+    store.record_usage("alice", "tokens", 10, at=T0)
+    store.record_usage("alice", "tokens", 20, at=T0 + 10)
+    store.record_usage("alice", "requests", 1, at=T0 + 10)
+    store.record_usage("bob", "tokens", 99, at=T0 + 10)
+
+    assert store.usage("alice", "tokens", since=T0) == [(T0, 10), (T0 + 10, 20), (T0 + 20, 30)]
+    assert store.usage("alice", "tokens", since=T0 + 5) == [(T0 + 10, 20), (T0 + 20, 30)]
+    assert store.usage("carol", "tokens", since=0) == []
+
+
+# -- cleanup ---------------------------------------------------------------------------------
+
+
+def test_cleanup_deletes_what_the_ttl_left_behind(store: ChatStore) -> None:
+    now = T0 + 48 * HOUR
+    stale = store.create_conversation("alice", now=T0)
+    store.append_message(stale.id, "user", "old", now=T0)
+    store.append_message(stale.id, "assistant", "old answer", now=T0)
+    store.append_event(stale.id, "t1", 1, {"type": "done"})
+    store.add_confirmation(confirmation(stale.id))
+    fresh = store.create_conversation("alice", now=now - HOUR)
+    store.append_message(fresh.id, "user", "new", now=now - HOUR)
+    # In the fresh conversation: one long-resolved, one long-expired but never marked, one
+    # claimed whose outcome is unknown, and one recently resolved.
+    store.add_confirmation(confirmation(fresh.id, "resolved-old"))
+    store.finish_confirmation(fresh.id, "resolved-old", "executed", now=T0 + 1)
+    store.add_confirmation(confirmation(fresh.id, "never-confirmed"))
+    store.add_confirmation(confirmation(fresh.id, "claimed"))
+    store.claim_confirmation(fresh.id, "claimed", "alice", now=T0 + 1)
+    store.add_confirmation(confirmation(fresh.id, "resolved-new"))
+    store.finish_confirmation(fresh.id, "resolved-new", "rejected", now=now - HOUR)
+    store.record_usage("alice", "requests", 1, at=now - 30 * HOUR)  # older than ttl and a day
+    store.record_usage("alice", "requests", 1, at=now - 20 * HOUR)  # older than ttl, not a day
+
+    counts = store.cleanup(12, now=now)
+
+    assert counts == {
+        "conversations": 1,
+        "messages": 2,
+        "events": 1,
+        "confirmations": 3,
+        "usage": 1,
+    }
+    assert store.conversation(stale.id) is None
+    assert store.conversation(fresh.id) is not None
+    remaining = {
+        name
+        for name in ("resolved-old", "never-confirmed", "claimed", "resolved-new")
+        if store.confirmation(fresh.id, name) is not None
+    }
+    assert remaining == {"claimed", "resolved-new"}
+    assert store.usage("alice", "requests", since=0) == [(now - 20 * HOUR, 1)]
+    assert store.cleanup(12, now=now) == dict.fromkeys(counts, 0)
+
+
+def test_cleanup_keeps_usage_for_a_ttl_longer_than_a_day(store: ChatStore) -> None:
+    now = T0 + 100 * HOUR
+    store.record_usage("alice", "tokens", 5, at=now - 40 * HOUR)
+    store.record_usage("alice", "tokens", 7, at=now - 60 * HOUR)
+
+    assert store.cleanup(48, now=now)["usage"] == 1
+    assert store.usage("alice", "tokens", since=0) == [(now - 40 * HOUR, 5)]
+
+
+def test_cleanup_refuses_a_negative_ttl(store: ChatStore) -> None:
+    with pytest.raises(ValueError, match="ttl_hours"):
+        store.cleanup(-1)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def test_a_file_store_persists_across_objects_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "dir" / "chat.sqlite3"
+    with ChatStore(path) as first:
+        conversation = first.create_conversation("alice", "Kept")
+        first.append_message(conversation.id, "user", "remember me")
+        first.set_summary(conversation.id, "greeting", first.messages(conversation.id)[0].id)
+        first.append_event(conversation.id, "t1", 1, {"type": "done"})
+        first.add_confirmation(confirmation(conversation.id))
+        first.record_usage("alice", "requests", 1, at=T0)
+        assert first.journal_mode == "wal"
+
+    with ChatStore(path) as second:
+        reopened = second.conversation(conversation.id)
+        assert reopened is not None
+        assert (reopened.title, reopened.summary, reopened.message_count) == ("Kept", "greeting", 1)
+        assert [message.content for message in second.messages(conversation.id)] == ["remember me"]
+        assert second.events(conversation.id) == [{"type": "done"}]
+        assert second.confirmation(conversation.id, "tool-1") == confirmation(conversation.id)
+        assert second.usage("alice", "requests", since=0) == [(T0, 1)]
+
+    raw = sqlite3.connect(path)
+    try:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        raw.close()
+
+
+def test_a_memory_store_is_private_and_not_wal() -> None:
+    with ChatStore() as first, ChatStore(":memory:") as second:
+        conversation = first.create_conversation("alice")
+        assert second.conversation(conversation.id) is None
+        assert first.journal_mode == "memory"
+
+
+def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    raw.close()
+
+    with pytest.raises(StoreVersionError, match="schema version"):
+        ChatStore(path)
+
+
+def test_a_closed_store_refuses_work() -> None:
+    with ChatStore() as chat_store:
+        pass
+    chat_store.close()  # idempotent
+
+    with pytest.raises(sqlite3.ProgrammingError):
+        chat_store.conversations("alice")
+
+
+def test_default_path_prefers_gmchat_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GMCHAT_STORE", str(tmp_path / "explicit.sqlite3"))
+
+    assert ChatStore.default_path() == tmp_path / "explicit.sqlite3"
+
+
+def test_default_path_is_in_the_jupyter_data_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # jupyter_core, when installed, honours JUPYTER_DATA_DIR as well, so this holds either way.
+    monkeypatch.delenv("GMCHAT_STORE", raising=False)
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
+
+    assert ChatStore.default_path() == tmp_path / "jupyter" / "gmchat_nb" / "chat.sqlite3"
