@@ -29,9 +29,16 @@ def flatten_row(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+SAMPLE_ROWS = 20
+
+
 def frame_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"rows": n, "columns": [...]}`` for a query result's tool_result event."""
+    """``{"rows": n, "columns": [...]}`` for a query result's tool_result event.
+
+    Every row of a query has the same fields, so the first rows name the columns (more than
+    one, because a nested list may be empty in one row and not in the next).
+    """
     columns: dict[str, None] = {}
-    for row in rows:
+    for row in rows[:SAMPLE_ROWS]:
         columns.update(dict.fromkeys(flatten_row(row)))
     return {"rows": len(rows), "columns": list(columns)}

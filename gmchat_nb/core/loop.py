@@ -193,7 +193,8 @@ async def completed_events(
         while True:
             wait = provider.timeout_seconds if first else provider.stream_timeout_seconds
             try:
-                event = await asyncio.wait_for(iterator.__anext__(), wait)
+                async with asyncio.timeout(wait):  # no task per event, unlike wait_for
+                    event = await iterator.__anext__()
             except StopAsyncIteration:
                 break
             first = False
@@ -364,7 +365,10 @@ class ToolLoop:
     ) -> AsyncIterator[ChatEvent]:
         for call in calls:
             yield ToolCall(id=call.id, name=call.name, args=call.args)
-        runs = await asyncio.gather(*(self._read(call) for call in calls))
+        if len(calls) > 1 and self.project.executor.concurrent:
+            runs = list(await asyncio.gather(*(self._read(call) for call in calls)))
+        else:  # in process the calls cannot overlap; tasks would only add overhead
+            runs = [await self._read(call) for call in calls]
         for call, run in zip(calls, runs, strict=True):
             yield await self.record_result(messages, call, run, state)
 

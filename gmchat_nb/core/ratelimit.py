@@ -151,6 +151,12 @@ class RateLimiter:
         with self._lock:
             return self._decide(actor_id, self.clock())
 
+    def check_tokens(self, actor_id: str) -> RateDecision:
+        """The check inside a turn (before each provider round, summary or tool): the turn's
+        request was already admitted, so only an exhausted token budget refuses."""
+        with self._lock:
+            return self._decide(actor_id, self.clock(), exclude="requests")
+
     def record_usage(self, actor_id: str, usage: TokenUsage) -> None:
         """Count one provider response's tokens (``input_tokens``, ``output_tokens`` and their
         sum as ``tokens``)."""
@@ -164,12 +170,14 @@ class RateLimiter:
             if amount > 0:
                 self.store.record_usage(actor_id, counter, amount, at=now)
 
-    def _decide(self, actor_id: str, now: float) -> RateDecision:
+    def _decide(self, actor_id: str, now: float, exclude: str | None = None) -> RateDecision:
         # For the request counter "one more would exceed" (used + 1 > limit) is the same test as
         # "at or over" (used >= limit), so admit and check share it. Every exhausted budget must
         # recover before a request can pass, so the longest wait is the answer.
         worst: RateDecision | None = None
         for counter, limit in self._budgets.items():
+            if counter == exclude:
+                continue
             wait = self._wait(actor_id, counter, limit, now)
             if wait is not None and (worst is None or wait > (worst.retry_after_seconds or 0)):
                 worst = RateDecision(False, wait, counter)

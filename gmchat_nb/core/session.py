@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .audit import AuditLog
-from .events import ChatEvent, Error, TextChunk, error_event
+from .events import ChatEvent, ConfirmMutation, Error, TextChunk, error_event
 from .loop import (
     Decision,
     LoopLimits,
@@ -155,6 +155,9 @@ class ChatSession:
         self.outcomes: dict[str, QueryOutcome] = {}
         self._busy = False
         self._waiters: dict[str, _Waiter] = {}
+        self._turn: TurnState | None = None
+        self._unsaved: list[dict[str, Any]] = []
+        self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
         self._mutations = tuple(allowed)
         self._tools = [
@@ -285,24 +288,26 @@ class ChatSession:
     # -- TurnIO --------------------------------------------------------------------------------
 
     async def persist(self, message: Message, state: TurnState) -> None:
-        """Store one message of the turn."""
-        assert self.conversation_id is not None
-        self.store.append_message(
-            self.conversation_id,
-            message.role,
-            message.content,
-            tool_calls=tuple(
-                {"id": call.id, "name": call.name, "args": call.args} for call in message.tool_calls
-            ),
-            tool_call_id=message.tool_call_id,
-            tool_name=message.tool_name,
-            tool_result=message.tool_result,
-            turn_id=state.turn_id,
+        """Queue one message of the turn; it is written with the next flush."""
+        self._turn = state
+        self._unsaved.append(
+            {
+                "role": message.role,
+                "content": message.content,
+                "tool_calls": [
+                    {"id": call.id, "name": call.name, "args": call.args}
+                    for call in message.tool_calls
+                ],
+                "tool_call_id": message.tool_call_id,
+                "tool_name": message.tool_name,
+                "tool_result": message.tool_result,
+            }
         )
 
     def check_rate(self) -> Error | None:
-        """A rate_limited event when a budget is spent."""
-        decision = self.limiter.check(self.actor.id)
+        """Before each provider round: write what the turn has so far, then check budgets."""
+        self._flush()
+        decision = self.limiter.check_tokens(self.actor.id)
         if decision.allowed:
             return None
         return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
@@ -404,6 +409,8 @@ class ChatSession:
             transport=transport,
             outcomes=self.outcomes,
         )
+        self._turn = state
+        self._flush()  # the context is read from the store
         try:
             messages = await self._context(state, pending_tail=resumed is not None)
             events: AsyncIterator[ChatEvent] = loop.run(messages, state)
@@ -412,24 +419,24 @@ class ChatSession:
             async for event in events:
                 sequence += 1
                 numbered = event.numbered(sequence)
-                self.store.append_event(
-                    self.conversation_id, state.turn_id, sequence, numbered.to_dict()
-                )
+                self._journal.append((sequence, numbered.to_dict()))
                 if isinstance(event, TextChunk):
                     answer.append(event.content)
-                if isinstance(event, Error):
+                elif isinstance(event, Error):
                     ended_with = event.code
+                elif isinstance(event, ConfirmMutation):
+                    self._flush()  # a confirm request may resume the turn in another process
                 yield numbered
         except Exception as error:  # a bug or an unexpected failure: generic public event
             log.exception("chat turn failed")
             self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
             sequence += 1
             failure = error_event("chat_error").numbered(sequence)
-            self.store.append_event(
-                self.conversation_id, state.turn_id, sequence, failure.to_dict()
-            )
+            self._journal.append((sequence, failure.to_dict()))
             ended_with = "chat_error"
             yield failure
+        finally:
+            self._flush()
         if answer:
             self.audit.emit(
                 "assistant_message",
@@ -441,6 +448,17 @@ class ChatSession:
                 Message("assistant", f"(This request ended without an answer: {ended_with}.)"),
                 state,
             )
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the turn's queued messages and events in one transaction (at round starts,
+        before a confirmation and at the end: a few writes per turn, not one per event)."""
+        if (self._unsaved or self._journal) and self.conversation_id and self._turn:
+            self.store.record_turn(
+                self.conversation_id, self._turn.turn_id, self._unsaved, self._journal
+            )
+        self._unsaved.clear()
+        self._journal.clear()
 
     async def _resumed(
         self,

@@ -396,53 +396,57 @@ class ChatStore:
         ``tool_result`` is any JSON value. An unknown conversation is a ``KeyError``; an unknown
         role, or a tool call without id or name, is a ``ValueError``.
         """
-        if role not in _ROLES:
-            raise ValueError(f"role must be one of {sorted(_ROLES)}, not {role!r}")
-        calls = []
-        for call in tool_calls:
-            if not call.get("id") or not call.get("name"):
-                raise ValueError(f"a tool call needs an id and a name: {dict(call)!r}")
-            calls.append({"id": call["id"], "name": call["name"], "args": call.get("args") or {}})
-        calls_json = json.dumps(calls)
-        result_json = None if tool_result is None else json.dumps(tool_result)
+        row = _message_row(role, content, tool_calls, tool_call_id, tool_name, tool_result, turn_id)
         at = _now(now)
         with self._write() as connection:
-            touched = connection.execute(
-                "UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?",
-                (at, conversation_id),
-            )
-            if touched.rowcount == 0:
-                raise KeyError(conversation_id)
-            cursor = connection.execute(
-                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
-                "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id,
-                    role,
-                    content,
-                    calls_json,
-                    tool_call_id,
-                    tool_name,
-                    result_json,
-                    turn_id,
-                    at,
-                ),
-            )
-            message_id = cursor.lastrowid
-        assert message_id is not None
+            _touch(connection, conversation_id, at)
+            message_id = _insert_message(connection, conversation_id, row, at)
         return StoredMessage(
             id=message_id,
             conversation_id=conversation_id,
             role=role,
             content=content,
-            tool_calls=tuple(json.loads(calls_json)),
+            tool_calls=tuple(json.loads(row[1])),
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             # Round-tripped so the caller sees exactly what a later read returns.
-            tool_result=None if result_json is None else json.loads(result_json),
+            tool_result=None if row[4] is None else json.loads(row[4]),
             turn_id=turn_id,
             created_at=at,
         )
+
+    def record_turn(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        messages: Iterable[Mapping[str, Any]],
+        events: Iterable[tuple[int, Mapping[str, Any]]],
+    ) -> None:
+        """Append a turn's new messages (keyword arguments of :meth:`append_message`, with
+        ``role``) and journal its new events, all in one transaction."""
+        rows = [
+            _message_row(
+                message["role"],
+                message.get("content", ""),
+                message.get("tool_calls", ()),
+                message.get("tool_call_id"),
+                message.get("tool_name"),
+                message.get("tool_result"),
+                turn_id,
+            )
+            for message in messages
+        ]
+        journal = [
+            (sequence, json.dumps(dict(payload), sort_keys=True)) for sequence, payload in events
+        ]
+        if not rows and not journal:
+            return
+        at = time.time()
+        with self._write() as connection:
+            _touch(connection, conversation_id, at)
+            for row in rows:
+                _insert_message(connection, conversation_id, row, at)
+            _insert_events(connection, conversation_id, turn_id, journal, at)
 
     def messages(self, conversation_id: str, *, after_id: int | None = None) -> list[StoredMessage]:
         """The conversation's messages in order (only those after ``after_id`` when given)."""
@@ -506,30 +510,27 @@ class ChatStore:
         write is harmless; a different payload at a taken sequence is a ``ValueError``. An unknown
         conversation is a ``KeyError``.
         """
-        text = json.dumps(dict(payload), sort_keys=True)
+        self.append_events(conversation_id, turn_id, [(sequence, payload)])
+
+    def append_events(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        items: Iterable[tuple[int, Mapping[str, Any]]],
+    ) -> None:
+        """Journal several events of a turn in one transaction (as :meth:`append_event`)."""
+        rows = [
+            (sequence, json.dumps(dict(payload), sort_keys=True)) for sequence, payload in items
+        ]
+        if not rows:
+            return
         with self._write() as connection:
             exists = connection.execute(
                 "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
             ).fetchone()
             if exists is None:
                 raise KeyError(conversation_id)
-            taken = connection.execute(
-                "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? "
-                "AND sequence = ?",
-                (conversation_id, turn_id, sequence),
-            ).fetchone()
-            if taken is not None:
-                if taken[0] == text:
-                    return
-                raise ValueError(
-                    f"turn {turn_id} of conversation {conversation_id} already journaled a "
-                    f"different event at sequence {sequence}"
-                )
-            connection.execute(
-                "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (conversation_id, turn_id, sequence, text, time.time()),
-            )
+            _insert_events(connection, conversation_id, turn_id, rows, time.time())
 
     def events(
         self,
@@ -774,3 +775,87 @@ class ChatStore:
             "confirmations": owned_confirmations + confirmations,
             "usage": usage,
         }
+
+
+def _message_row(
+    role: str,
+    content: str,
+    tool_calls: Iterable[Mapping[str, Any]],
+    tool_call_id: str | None,
+    tool_name: str | None,
+    tool_result: Any,
+    turn_id: str | None,
+) -> tuple[str, str, str | None, str | None, str | None, str, str | None]:
+    """``(role, tool_calls json, tool_call_id, tool_name, tool_result json, content, turn_id)``,
+    validated: an unknown role or a tool call without id or name is a ``ValueError``."""
+    if role not in _ROLES:
+        raise ValueError(f"role must be one of {sorted(_ROLES)}, not {role!r}")
+    calls = []
+    for call in tool_calls:
+        if not call.get("id") or not call.get("name"):
+            raise ValueError(f"a tool call needs an id and a name: {dict(call)!r}")
+        calls.append({"id": call["id"], "name": call["name"], "args": call.get("args") or {}})
+    result_json = None if tool_result is None else json.dumps(tool_result)
+    return (role, json.dumps(calls), tool_call_id, tool_name, result_json, content, turn_id)
+
+
+def _touch(connection: sqlite3.Connection, conversation_id: str, at: float) -> None:
+    touched = connection.execute(
+        "UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?",
+        (at, conversation_id),
+    )
+    if touched.rowcount == 0:
+        raise KeyError(conversation_id)
+
+
+def _insert_message(
+    connection: sqlite3.Connection,
+    conversation_id: str,
+    row: tuple[str, str, str | None, str | None, str | None, str, str | None],
+    at: float,
+) -> int:
+    role, calls_json, tool_call_id, tool_name, result_json, content, turn_id = row
+    cursor = connection.execute(
+        "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
+        "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            conversation_id,
+            role,
+            content,
+            calls_json,
+            tool_call_id,
+            tool_name,
+            result_json,
+            turn_id,
+            at,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _insert_events(
+    connection: sqlite3.Connection,
+    conversation_id: str,
+    turn_id: str,
+    rows: list[tuple[int, str]],
+    at: float,
+) -> None:
+    """Insert journal rows; the same event again is a no-op, a different one a ValueError."""
+    for sequence, text in rows:
+        inserted = connection.execute(
+            "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, turn_id, sequence) DO NOTHING",
+            (conversation_id, turn_id, sequence, text, at),
+        )
+        if inserted.rowcount:
+            continue  # the usual case: one statement per event
+        taken = connection.execute(
+            "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? AND sequence = ?",
+            (conversation_id, turn_id, sequence),
+        ).fetchone()
+        if taken is not None and taken[0] != text:
+            raise ValueError(
+                f"turn {turn_id} of conversation {conversation_id} already journaled a "
+                f"different event at sequence {sequence}"
+            )

@@ -269,3 +269,13 @@ def test_a_window_must_be_positive(store: ChatStore, window: float) -> None:
 def test_a_non_integer_budget_is_refused(store: ChatStore) -> None:
     with pytest.raises(TypeError, match=r"rate_limit\.tokens"):
         RateLimiter(store, tokens="1000")  # type: ignore[arg-type]
+
+
+def test_inside_a_turn_only_token_budgets_refuse() -> None:
+    store = ChatStore()
+    limiter = RateLimiter(store, requests=1, tokens=100, window_seconds=60, clock=lambda: 1000.0)
+    assert limiter.admit_request("alice").allowed
+    assert not limiter.check("alice").allowed  # a new request would be over budget...
+    assert limiter.check_tokens("alice").allowed  # ...but the admitted one may go on
+    limiter.record_usage("alice", TokenUsage(80, 30))
+    assert limiter.check_tokens("alice") == RateDecision(False, 60, "tokens")

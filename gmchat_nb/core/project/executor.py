@@ -48,6 +48,7 @@ class Executor(Protocol):
     """Something that runs validated documents against one schema."""
 
     schema: GraphQLSchema
+    concurrent: bool  # whether overlapping requests finish sooner than one after another
 
     async def execute(
         self, document: DocumentNode, variables: dict[str, Any], operation_name: str | None
@@ -62,6 +63,9 @@ class Executor(Protocol):
 
 class LocalExecutor:
     """Executes against an in-process graphql-core schema (the demo project, a graphene schema)."""
+
+    # graphql-core runs synchronous resolvers to completion: overlapping calls gain nothing.
+    concurrent = False
 
     def __init__(
         self, schema: GraphQLSchema, *, context_value: Any = None, root_value: Any = None
@@ -97,6 +101,8 @@ class RemoteExecutor:
 
     Create it with :meth:`connect`, which introspects the endpoint once.
     """
+
+    concurrent = True
 
     def __init__(self, transport: Any, schema: GraphQLSchema, url: str) -> None:
         self._transport = transport

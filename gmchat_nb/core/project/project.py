@@ -204,8 +204,8 @@ class Project:
         for lookup in plan.id_lookups:
             await self._fill_ids(lookup, plan.notes)
         variables = [plan.request_variables(page) for page in plan.pages]
-        if len(variables) == 1:  # the usual case: no task to schedule
-            outcomes = [await self._execute(plan.document, variables[0], "GmchatQuery")]
+        if len(variables) == 1 or not self.executor.concurrent:  # no tasks to schedule
+            outcomes = [await self._execute(plan.document, v, "GmchatQuery") for v in variables]
         else:
             outcomes = list(
                 await asyncio.gather(
