@@ -1,0 +1,139 @@
+"""Provider specs, missing extras, scripted rounds, and record/replay cassettes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gmchat_nb import Chat
+from gmchat_nb.core.providers.base import MissingExtraError
+from gmchat_nb.core.providers.offline import OfflineProvider
+from gmchat_nb.core.providers import registry
+from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
+from gmchat_nb.core.providers.replay import RecordingProvider, ReplayProvider
+from gmchat_nb.core.providers.scripted import ScriptedProvider, load_rounds
+from gmchat_nb.core.settings import ChatConfigurationError
+
+SCRIPT = """
+- tool_calls:
+    - {name: query, args: {manager: Material, fields: [name, density], order_by: [-density], limit: 2}}
+  usage: {input_tokens: 11, output_tokens: 3}
+- text: "The densest materials are Lead and Copper."
+  usage: {input_tokens: 20, output_tokens: 9}
+"""
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "script.yaml"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_specs_name_their_providers(script: Path, tmp_path: Path) -> None:
+    assert isinstance(create_provider("offline"), OfflineProvider)
+    scripted = create_provider(f"scripted:{script}")
+    assert isinstance(scripted, ScriptedProvider) and scripted.remaining == 2
+    assert isinstance(
+        create_provider("gmchat_nb.core.providers.offline.OfflineProvider"), OfflineProvider
+    )
+    recording = create_provider(
+        f"record:scripted:{script}", {"record_to": str(tmp_path / "c.jsonl")}
+    )
+    assert isinstance(recording, RecordingProvider) and isinstance(
+        recording.inner, ScriptedProvider
+    )
+    same = OfflineProvider()
+    assert create_provider(same) is same
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("", "spec string"),
+        ("gpt-5", "unknown provider 'gpt-5'"),
+        ("no.such.module.Provider", "cannot import the provider"),
+        ("record:offline", "record_to"),
+        ("scripted:/nonexistent/script.yaml", "cannot read the script"),
+        ("replay:/nonexistent/cassette.jsonl", "cannot read the cassette"),
+    ],
+)
+def test_bad_specs_say_what_is_accepted(spec: str, message: str) -> None:
+    with pytest.raises((ProviderSpecError, ValueError), match=message):
+        create_provider(spec)
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic", "ollama"])
+def test_a_missing_sdk_names_the_extra_to_install(
+    vendor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whether or not this machine has the SDK, pretend it is absent.
+    _, extra, module, cls = registry.SDK_PROVIDERS[vendor]
+    monkeypatch.setitem(registry.SDK_PROVIDERS, vendor, ("no_such_sdk_module", extra, module, cls))
+    with pytest.raises(MissingExtraError, match=rf'pip install "gmchat_nb\[{vendor}\]"'):
+        create_provider(f"{vendor}:some-model")
+
+
+def test_a_bad_provider_setting_names_the_key() -> None:
+    chat = Chat(provider="gpt-5", store=":memory:")
+    with pytest.raises(ChatConfigurationError) as error:
+        chat.ask_sync("hello")
+    assert error.value.key == "provider"
+
+
+def test_malformed_scripts_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_rounds([{"txt": "typo"}])
+    with pytest.raises(ValueError, match="needs a 'name'"):
+        load_rounds([{"tool_calls": [{"args": {}}]}])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("- text: [unclosed")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_rounds(broken)
+
+
+async def ask(provider: Any, question: str) -> list[dict[str, Any]]:
+    chat = Chat(provider=provider, store=":memory:")
+    try:
+        return (await chat.ask(question)).events
+    finally:
+        await chat.aclose()
+
+
+async def test_a_recorded_turn_replays_identically_offline(script: Path, tmp_path: Path) -> None:
+    cassette = tmp_path / "turn.jsonl"
+    recorded = await ask(
+        RecordingProvider(ScriptedProvider({"path": str(script)}), cassette), "Densest?"
+    )
+    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert len(lines) == 2 and all(len(line["request_hash"]) == 64 for line in lines)
+    replayed = await ask(ReplayProvider({"path": str(cassette)}), "Densest?")
+    assert replayed == recorded
+    assert replayed[-2]["content"] == "The densest materials are Lead and Copper."
+    assert replayed[-1]["usage"] == {"input_tokens": 31, "output_tokens": 12}
+
+
+async def test_a_request_the_cassette_does_not_have_is_a_clear_failure(
+    script: Path, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "turn.jsonl"
+    await ask(RecordingProvider(ScriptedProvider({"path": str(script)}), cassette), "Densest?")
+    replay = ReplayProvider({"path": str(cassette)})
+    events = await ask(replay, "A different question")
+    assert events[-1]["code"] == "provider_failed"
+    with pytest.raises(Exception, match="differs from the cassette"):
+        async for _ in ReplayProvider({"path": str(cassette)}).complete([], []):
+            pass
+
+
+async def test_chat_record_to_writes_a_cassette(script: Path, tmp_path: Path) -> None:
+    cassette = tmp_path / "chat.jsonl"
+    chat = Chat(provider=f"scripted:{script}", store=":memory:", record_to=cassette)
+    try:
+        await chat.ask("Densest?")
+    finally:
+        await chat.aclose()
+    assert len(cassette.read_text().splitlines()) == 2
