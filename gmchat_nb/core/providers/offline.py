@@ -1228,23 +1228,28 @@ class _Planner:
                 where = f" (I looked in {', '.join(places)})" if places else ""
                 return {}, (
                     f'I found nothing called "{phrase}" in the project{where}, so I cannot answer '
-                    "that. Check the spelling, or name what it is (a material, a supplier, …)."
+                    "that. Check the spelling, or say what kind of thing it is."
                 )
             key, value = match
-            if key in filters and filters[key] != value:
-                if key.endswith("__icontains"):
+            if key.endswith("__icontains"):
+                if key in filters and filters[key] != value:
                     return {}, (
                         f'I can look for only one of "{filters[key]}" and "{value}" in '
-                        f"{_describe(key.removesuffix('__icontains'), '')[:-3]} at a time; ask "
-                        "about each separately."
+                        f"{_path_text(key)} at a time; ask about each separately."
                     )
-                # Two exact values for one field ("Germany or Sweden"): either of them.
-                filters[f"{key}__in"] = [filters.pop(key), value]
+                filters[key] = value
                 continue
-            if f"{key}__in" in filters:
-                filters[f"{key}__in"].append(value)
-                continue
-            filters[key] = value
+            # Several exact values for one field ("Germany or Sweden"): any of them.
+            base = key.removesuffix("__in")
+            values = list(value) if isinstance(value, list) else [value]
+            known = ([filters.pop(base)] if base in filters else []) + filters.pop(
+                f"{base}__in", []
+            )
+            merged = list(dict.fromkeys([*known, *values]))
+            if len(merged) == 1 and not key.endswith("__in"):
+                filters[base] = merged[0]
+            else:
+                filters[f"{base}__in"] = merged
         return filters, None
 
     # -- the answer ------------------------------------------------------------------------------
@@ -1389,6 +1394,7 @@ def _best_match(
     # A hit must contain the value as whole words: "weigh" is not found in "Lead Ballast Weight".
     whole_words = re.compile(rf"(?<!\w){re.escape(value)}(?:s|es)?(?!\w)", re.IGNORECASE)
     contains: tuple[str, Any] | None = None
+    ambiguous: tuple[str, Any] | None = None
     for call in probes:
         if _probed_value(call) != value or not call.ok or not isinstance(call.result, dict):
             continue
@@ -1402,22 +1408,40 @@ def _best_match(
         field_name = str((call.args.get("fields") or ["name"])[0])
         found = data[0].get(field_name)
         prefix = [*route, field_name]
-        if not isinstance(found, str) or not whole_words.search(found):
+        if not isinstance(found, str):
+            continue
+        if not whole_words.search(found):
+            total = call.result.get("total_count")
+            if ambiguous is None and (not isinstance(total, int) or total > 1):
+                # One row is all a probe sees: "inactive" came back, but "active" may be there
+                # too. Match the value itself, in the usual spellings.
+                variants = [value.lower(), value.capitalize(), value.title(), value.upper(), value]
+                ambiguous = ("__".join([*prefix, "in"]), list(dict.fromkeys(variants)))
             continue
         if found.casefold() in (phrase.casefold(), value.casefold()):
             return "__".join(prefix), found
         if contains is None:
             contains = ("__".join([*prefix, "icontains"]), value)
-    return contains
+    return contains or ambiguous
+
+
+def _split_key(key: str) -> tuple[list[str], str]:
+    """``material__name__icontains`` -> ``(["material", "name"], "icontains")``."""
+    parts = key.split("__")
+    if len(parts) > 1 and parts[-1] in _LOOKUP_WORDS:
+        return parts[:-1], parts[-1]
+    return parts, "exact"
+
+
+def _path_text(key: str) -> str:
+    """The field a filter key reaches, as prose: ``parts → material → name``."""
+    return " → ".join(_humanize(part) for part in _split_key(key)[0])
 
 
 def _describe(key: str, value: Any) -> str:
     """``partsList__material__name`` = "Cobalt" -> ``parts → material → name is "Cobalt"``."""
-    parts = key.split("__")
-    lookup = "exact"
-    if len(parts) > 1 and parts[-1] in _LOOKUP_WORDS:
-        lookup = parts.pop()
-    path = " → ".join(_humanize(part) for part in parts)
+    lookup = _split_key(key)[1]
+    path = _path_text(key)
     if isinstance(value, list):
         shown = ", ".join(_quote(item) for item in value)
     elif lookup in ("gt", "gte", "lt", "lte"):

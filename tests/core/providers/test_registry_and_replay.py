@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gmchat_nb import Chat
+from gmchat_nb.core.providers import registry
 from gmchat_nb.core.providers.base import MissingExtraError
 from gmchat_nb.core.providers.offline import OfflineProvider
-from gmchat_nb.core.providers import registry
 from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
 from gmchat_nb.core.providers.replay import RecordingProvider, ReplayProvider
 from gmchat_nb.core.providers.scripted import ScriptedProvider, load_rounds
