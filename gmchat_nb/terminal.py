@@ -119,7 +119,7 @@ def _cell(value: Any) -> str:
 
 def _ask_yes_no(event: ConfirmMutation) -> bool:
     if not sys.stdin.isatty():
-        print("  (no terminal to confirm on: rejected)")
+        print("  (no terminal to confirm on: rejected)", file=sys.stderr)
         return False
     answer = input(f"  Run {event.mutation} {json.dumps(event.input)}? [y/N] ")
     return answer.strip().lower() in ("y", "yes")

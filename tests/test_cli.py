@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,3 +99,50 @@ def test_serve_demo_large(inventory: Project) -> None:
         done = gmchat("tool", "search_managers", '{"query": "active"}', "--project", server.url)
         hits: list[dict[str, Any]] = json.loads(done.stdout)
         assert len(hits) == 10
+
+
+def test_ask_answers_with_the_offline_provider() -> None:
+    done = gmchat("ask", "Which projects use parts made of cobalt?", "--store", ":memory:")
+    assert done.returncode == 0, done.stderr
+    answer = done.stdout.strip().splitlines()[-2]
+    assert "Apollo" in answer
+    assert not any(name in answer for name in ("Mercury", "Gemini", "Artemis", "Voyager", "Orion"))
+    assert "→ search_managers" in done.stdout
+
+
+def test_ask_json_prints_one_event_per_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "- tool_calls: [{name: mutate, args: {mutation: createPart, input: {name: Spring}}}]\n"
+        "- text: Not created.\n"
+    )
+    config = tmp_path / "settings.yaml"
+    config.write_text(
+        "allowed_mutations: [createPart]\nconfirm_mutations: [createPart]\nstore: ':memory:'\n"
+    )
+    done = gmchat(
+        "ask",
+        "Add a part Spring",
+        "--provider",
+        f"scripted:{script}",
+        "--config",
+        str(config),
+        "--json",
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events] == [
+        "tool_call",
+        "confirm_mutation",
+        "tool_result",
+        "text_chunk",
+        "done",
+    ]
+    # No terminal to confirm on: the mutation is rejected, never run.
+    assert events[2]["result"] == {"status": "cancelled", "reason": "user_rejected"}
+
+
+def test_ask_with_a_bad_setting_exits_two(tmp_path: Path) -> None:
+    config = tmp_path / "settings.yaml"
+    config.write_text("max_result: 5\n")
+    done = gmchat("ask", "hi", "--config", str(config))
+    assert done.returncode == 2 and "max_results" in done.stderr
