@@ -156,6 +156,7 @@ class ChatSession:
         self._busy = False
         self._waiters: dict[str, _Waiter] = {}
         self._turn: TurnState | None = None
+        self._untitled = False
         self._unsaved: list[dict[str, Any]] = []
         self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
@@ -193,6 +194,7 @@ class ChatSession:
         if self._busy:
             raise RuntimeError("a turn is running; wait for it to end")
         self.conversation_id = self.store.create_conversation(self.actor.id, title).id
+        self._untitled = not title  # the first question will name it
         return self.conversation_id
 
     def history(self) -> list[StoredMessage]:
@@ -226,6 +228,9 @@ class ChatSession:
                 self.conversation_id = self.store.create_conversation(
                     self.actor.id, _title(text)
                 ).id
+            elif self._untitled:
+                self.store.rename_conversation(self.conversation_id, _title(text))
+            self._untitled = False
             state = TurnState()
             await self.persist(Message("user", text), state)
             self.audit.emit("user_message", {"message": text, "session_key": self.conversation_id})

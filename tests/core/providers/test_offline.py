@@ -400,3 +400,42 @@ def test_the_provider_is_named_offline() -> None:
     provider = OfflineProvider()
     assert provider.name == "offline" and provider.label == "offline"
     OfflineProvider.check_configuration()  # needs no SDK
+
+
+class InactiveFirst(ToolRunner):
+    """A server whose one-row status probe for "active" happens to return "inactive" first."""
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        if name == "query" and args.get("limit") == 1 and args.get("fields") == ["status"]:
+            return {
+                "data": [{"status": "inactive"}],
+                "total_count": 4,
+                "has_more": True,
+                "complete": False,
+            }
+        return await super().call_tool(name, args)
+
+
+async def test_a_value_seen_only_inside_a_longer_one_is_matched_exactly(
+    inventory: Project,
+) -> None:
+    run = await converse(InactiveFirst(inventory), "Which projects are active?")
+    assert run.final_query is not None
+    assert run.final_query["filters"] == {"status__in": ["active", "Active", "ACTIVE"]}
+    assert named_in(run.answer, await rows(inventory, "Project")) == {"Apollo", "Gemini", "Voyager"}
+
+
+async def test_a_tie_for_the_lowest_is_shown_in_full(inventory: Project) -> None:
+    run = await converse(inventory, "Which part has the lowest quantity?")
+    expected = await rows(inventory, "Part", filters={"quantity": 0})
+    assert named_in(run.answer, await rows(inventory, "Part")) == set(expected)
+    assert len(expected) == 2
+
+
+async def test_a_multi_word_name_and_a_grouped_number(inventory: Project) -> None:
+    supplied = await converse(inventory, "Which parts does Alpine Precision AG supply?")
+    expected = await rows(inventory, "Part", filters={"supplier__name": "Alpine Precision AG"})
+    assert named_in(supplied.answer, await rows(inventory, "Part")) == set(expected)
+    many = await converse(inventory, "Which parts have a quantity of more than 1,000?")
+    assert many.final_query is not None
+    assert many.final_query["filters"] == {"quantity__gt": 1000}
