@@ -210,14 +210,9 @@ class Chat:
         session = await self.session()
         turn = Turn(question=text, date_columns=_date_columns(session.project))
         self.turns.append(turn)
-        seen = set(session.outcomes)
         async for event in session.run_turn(text):
             turn.events.append(event.to_dict())
-            if (
-                isinstance(event, ToolResult)
-                and event.id in session.outcomes
-                and event.id not in seen
-            ):
+            if isinstance(event, ToolResult) and event.id in session.outcomes:
                 turn.outcomes.append(session.outcomes[event.id])
             yield event
 

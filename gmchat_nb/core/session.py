@@ -152,7 +152,7 @@ class ChatSession:
             if record is None or record.actor_id != actor.id:
                 raise KeyError(f"no conversation {conversation_id!r} for this user")
         self.conversation_id = conversation_id
-        self.outcomes: dict[str, QueryOutcome] = {}
+        self.outcomes: dict[str, QueryOutcome] = {}  # the current turn's, by tool call id
         self._busy = False
         self._waiters: dict[str, _Waiter] = {}
         self._turn: TurnState | None = None
@@ -213,11 +213,11 @@ class ChatSession:
         if self._busy:
             yield error_event("turn_in_progress")
             return
-        if self.conversation_id is not None:
-            self.store.expire_confirmations(now=self.clock())
-            if self.store.pending_confirmation(self.conversation_id, now=self.clock()):
-                yield error_event("confirmation_pending")
-                return
+        if self.conversation_id is not None and self.store.pending_confirmation(
+            self.conversation_id, now=self.clock()
+        ):
+            yield error_event("confirmation_pending")
+            return
         decision = self.limiter.admit_request(self.actor.id)
         if not decision.allowed:
             yield error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
@@ -393,7 +393,11 @@ class ChatSession:
     ) -> AsyncIterator[ChatEvent]:
         """Run (or resume) the loop, numbering, journaling and auditing every event."""
         assert self.conversation_id is not None
-        sequence = len(self.store.events(self.conversation_id, turn_id=state.turn_id))
+        # A resumed turn goes on numbering where its journal stopped.
+        sequence = (
+            len(self.store.events(self.conversation_id, turn_id=state.turn_id)) if resumed else 0
+        )
+        self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
         ended_with: str | None = None
         loop = ToolLoop(

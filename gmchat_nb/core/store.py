@@ -444,8 +444,14 @@ class ChatStore:
         at = time.time()
         with self._write() as connection:
             _touch(connection, conversation_id, at)
-            for row in rows:
-                _insert_message(connection, conversation_id, row, at)
+            connection.executemany(
+                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
+                "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (conversation_id, role, content, calls, call_id, name, result, turn, at)
+                    for role, calls, call_id, name, result, content, turn in rows
+                ],
+            )
             _insert_events(connection, conversation_id, turn_id, journal, at)
 
     def messages(self, conversation_id: str, *, after_id: int | None = None) -> list[StoredMessage]:
@@ -842,14 +848,14 @@ def _insert_events(
     at: float,
 ) -> None:
     """Insert journal rows; the same event again is a no-op, a different one a ValueError."""
+    inserted = connection.executemany(
+        "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, turn_id, sequence) DO NOTHING",
+        [(conversation_id, turn_id, sequence, text, at) for sequence, text in rows],
+    )
+    if inserted.rowcount == len(rows):
+        return  # the usual case: every event was new
     for sequence, text in rows:
-        inserted = connection.execute(
-            "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, turn_id, sequence) DO NOTHING",
-            (conversation_id, turn_id, sequence, text, at),
-        )
-        if inserted.rowcount:
-            continue  # the usual case: one statement per event
         taken = connection.execute(
             "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? AND sequence = ?",
             (conversation_id, turn_id, sequence),
