@@ -261,6 +261,22 @@ class Chat:
         self.turns.clear()
         return session.new_conversation(title)
 
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete one of this user's conversations with everything it stored."""
+        session = await self.session()
+        record = session.store.conversation(conversation_id)
+        if record is None or record.actor_id != self.actor.id:
+            return False
+        if conversation_id == session.conversation_id:
+            session.conversation_id = None
+            self.turns.clear()
+        return session.store.delete_conversation(conversation_id)
+
+    async def cleanup(self) -> dict[str, int]:
+        """Delete what is older than ``ttl_hours`` from the store (GeneralManager's chat_cleanup)."""
+        session = await self.session()
+        return session.store.cleanup(self.settings.ttl_hours)
+
     @property
     def frames(self) -> list[pd.DataFrame]:
         """Every DataFrame of this chat's turns, in order (``chat.frames[-1]`` is the latest)."""

@@ -30,6 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve_demo(options)
     if options.command == "ask":
         return _ask(options)
+    if options.command == "cleanup":
+        return _cleanup(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -81,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", help="a YAML settings file")
     ask.add_argument("--store", help="the conversation store (a path, or :memory:)")
     ask.add_argument("--json", action="store_true", help="print one JSON event per line")
+    cleanup = commands.add_parser(
+        "cleanup",
+        help="delete conversations older than ttl_hours from the store",
+        description="Delete stale conversations and finished confirmations (settings: ttl_hours).",
+    )
+    cleanup.add_argument("--config", help="a YAML settings file")
+    cleanup.add_argument("--store", help="the conversation store (default: settings)")
     serve = commands.add_parser(
         "serve-demo",
         help="serve a demo project's GraphQL over HTTP on 127.0.0.1",
@@ -174,6 +183,21 @@ def _ask(options: argparse.Namespace) -> int:
     except (ConnectionError, ImportError) as error:
         print(f"gmchat: {error}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _cleanup(options: argparse.Namespace) -> int:
+    from .core.settings import ChatConfigurationError, load_settings
+    from .core.store import ChatStore
+
+    try:
+        settings = load_settings(options.config)
+    except ChatConfigurationError as error:
+        return _usage(str(error))
+    location = options.store or settings.store or ChatStore.default_path()
+    with ChatStore(location) as store:
+        removed = store.cleanup(settings.ttl_hours)
+    print(json.dumps(removed))
+    return 0
 
 
 def _serve_demo(options: argparse.Namespace) -> int:

@@ -146,3 +146,17 @@ def test_ask_with_a_bad_setting_exits_two(tmp_path: Path) -> None:
     config.write_text("max_result: 5\n")
     done = gmchat("ask", "hi", "--config", str(config))
     assert done.returncode == 2 and "max_results" in done.stderr
+
+
+def test_cleanup_removes_stale_conversations(tmp_path: Path) -> None:
+    from gmchat_nb.core.store import ChatStore
+
+    location = tmp_path / "chat.sqlite3"
+    with ChatStore(location) as store:
+        store.create_conversation("local:analyst", "old", now=0.0)
+        store.create_conversation("local:analyst", "fresh")
+    done = gmchat("cleanup", "--store", str(location))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["conversations"] == 1
+    with ChatStore(location) as store:
+        assert [c.title for c in store.conversations("local:analyst")] == ["fresh"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -499,3 +500,87 @@ async def test_audit_and_hooks(closing: list[Chat]) -> None:
     assert kinds == ["user_message", "tool_call", "tool_result", "assistant_message"]
     assert audit[0]["session_key"] != "[REDACTED]"
     assert '"total_count": 28' in audit[2]["result"]
+
+
+# -- the edges -----------------------------------------------------------------------------------
+
+
+class ExplodingProvider(ScriptedProvider):
+    """A provider with a bug (not a provider failure): the turn must survive it."""
+
+    async def complete(self, messages: Any, tools: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        raise RuntimeError("bug in a custom provider")
+        yield  # pragma: no cover
+
+
+async def test_an_unexpected_exception_is_chat_error_and_reaches_the_error_hook(
+    closing: list[Chat],
+) -> None:
+    errors: list[BaseException] = []
+    chat = Chat(
+        provider=ExplodingProvider({"rounds": []}),
+        store=":memory:",
+        hooks={"error": lambda **p: errors.append(p["error"])},
+    )
+    closing.append(chat)
+    turn = await chat.ask("Which parts?")
+    assert turn.events[-1] == {
+        "type": "error",
+        "message": "Chat request failed.",
+        "code": "chat_error",
+        "sequence": 1,
+    }
+    assert [str(error) for error in errors] == ["bug in a custom provider"]
+    again = await chat.ask("And now?")  # the session is usable afterwards
+    assert again.events[-1]["code"] == "chat_error"
+
+
+async def test_a_consumer_that_goes_away_cancels_the_turn(closing: list[Chat]) -> None:
+    chat, provider = chat_with([{"text": "slow", "delay_seconds": 30}, {"text": "next"}])
+    closing.append(chat)
+    task = asyncio.create_task(chat.ask("Which parts?"))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    session = await chat.session()
+    assert not session.busy
+    turn = await chat.ask("Still there?")
+    assert turn.answer == "next" and len(provider.requests) == 2
+
+
+async def test_the_direct_strategy_offers_a_query_tool_per_manager(closing: list[Chat]) -> None:
+    _, provider, turn = await ask(
+        closing,
+        [
+            {"tool_calls": [{"name": "query_material", "args": {"fields": ["name"], "limit": 2}}]},
+            {"text": "Steel, Aluminum."},
+        ],
+        tool_strategy="direct",
+    )
+    _, tools = provider.requests[0]
+    names = [tool.name for tool in tools]
+    assert "query_purchaseorder" in names and "search_managers" in names and "mutate" not in names
+    assert turn.events[1]["result"]["data"] == [{"name": "Steel"}, {"name": "Aluminum"}]
+
+
+async def test_conversations_can_be_deleted_and_cleaned_up(
+    closing: list[Chat], tmp_path: Path
+) -> None:
+    chat, _ = chat_with(
+        [{"text": "one"}, {"text": "two"}], store=str(tmp_path / "chat.sqlite3"), ttl_hours=1
+    )
+    closing.append(chat)
+    await chat.ask("first")
+    first = chat.conversation_id
+    await chat.new_conversation()
+    await chat.ask("second")
+    assert await chat.delete_conversation(first or "") is True
+    assert [c["title"] for c in await chat.conversations()] == ["second"]
+    assert await chat.cleanup() == {
+        "conversations": 0,
+        "messages": 0,
+        "events": 0,
+        "confirmations": 0,
+        "usage": 0,
+    }
