@@ -1,0 +1,84 @@
+"""Pieces the SDK adapters share: decoding tool arguments, stable fallback ids, result text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Message, ToolCallEvent
+
+__all__ = [
+    "check_config",
+    "decode_arguments",
+    "describe_error",
+    "next_call_number",
+    "result_text",
+    "tool_call",
+]
+
+
+def decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Arguments as a mapping, or ``({}, why)`` when the model's JSON is not usable.
+
+    An empty string is an empty mapping (a call without arguments); anything else must be a JSON
+    object. A call whose arguments cannot be read is reported to the model as a tool error.
+    """
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if not isinstance(raw, str):
+        return {}, f"the arguments must be a JSON object, got {type(raw).__name__}"
+    try:
+        decoded = json.loads(raw)
+    except json.JSONDecodeError as error:
+        preview = raw if len(raw) <= 80 else raw[:77] + "..."
+        return {}, f"the arguments are not valid JSON ({error.msg} at {error.pos}): {preview}"
+    if not isinstance(decoded, dict):
+        return {}, f"the arguments must be a JSON object, got {type(decoded).__name__}"
+    return decoded, None
+
+
+def next_call_number(messages: list[Message]) -> int:
+    """How many tool calls the history already has: fallback ids continue from there, so they are
+    unique in the conversation and the same on every replay."""
+    return sum(len(message.tool_calls) for message in messages)
+
+
+def tool_call(call_id: str | None, fallback: str, name: str, raw: Any) -> ToolCallEvent:
+    """A ToolCallEvent with decoded arguments (or the reason they could not be decoded)."""
+    args, error = decode_arguments(raw)
+    return ToolCallEvent(call_id or fallback, name, args, error=error)
+
+
+def result_text(result: Any) -> str:
+    """A tool result as the text a model reads (compact JSON)."""
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def check_config(config: Mapping[str, Any], name: str) -> None:
+    """Raise ProviderSpecError for config values of the wrong type (before any request)."""
+    from .registry import ProviderSpecError
+
+    model = config.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ProviderSpecError(f"{name}: model must be a model name string, got {model!r}")
+    base_url = config.get("base_url") or config.get("host")
+    if base_url is not None and (
+        not isinstance(base_url, str) or not base_url.startswith(("http://", "https://"))
+    ):
+        raise ProviderSpecError(f"{name}: base_url must be an http(s) URL, got {base_url!r}")
+    for key in ("timeout_seconds", "stream_timeout_seconds", "max_tokens"):
+        value = config.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        ):
+            raise ProviderSpecError(f"{name}: {key} must be a positive number, got {value!r}")
+
+
+def describe_error(error: Exception) -> str:
+    """An SDK error as one line: status and message (kept server-side, never shown to clients)."""
+    status = getattr(error, "status_code", None)
+    message = getattr(error, "message", None) or str(error)
+    return f"HTTP {status}: {message}" if status else message

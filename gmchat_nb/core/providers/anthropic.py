@@ -1,0 +1,191 @@
+"""Anthropic messages, streamed.
+
+Config: ``model`` (claude-3-5-haiku-latest), ``api_key`` (else ``ANTHROPIC_API_KEY``),
+``base_url`` (else ``ANTHROPIC_BASE_URL``), ``max_tokens`` (1024), ``timeout_seconds`` (60),
+``stream_timeout_seconds`` (30). The SDK never retries.
+
+Two things GeneralManager's adapter gets wrong (weakness 13) are done right here: system messages
+keep their place — the leading ones become ``system``, a later one (a recovery note, a budget
+notice) stays where it was as a note in the user turn — and ``max_tokens`` is a truncated answer,
+not a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+from ._wire import check_config, describe_error, next_call_number, result_text, tool_call
+from .base import (
+    BaseLLMProvider,
+    DoneEvent,
+    Message,
+    ProviderCompletionError,
+    ProviderError,
+    ProviderEvent,
+    TextChunkEvent,
+    TokenUsage,
+    ToolDefinition,
+)
+
+__all__ = ["AnthropicProvider", "to_anthropic_messages"]
+
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "pause_turn": "stop",
+}
+
+
+class AnthropicProvider(BaseLLMProvider):
+    """Streams Anthropic messages with tool_use blocks."""
+
+    name: ClassVar[str] = "anthropic"
+    required_extra: ClassVar[str | None] = "anthropic"
+    sdk_module: ClassVar[str | None] = "anthropic"
+    default_config: ClassVar[Mapping[str, Any]] = {
+        "model": "claude-3-5-haiku-latest",
+        "max_tokens": 1024,
+    }
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self._client: Any = None
+
+    @classmethod
+    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
+        """The SDK is installed and the config's values have the right types."""
+        super().check_configuration(config)
+        check_config(config or {}, cls.name)
+
+    def client(self) -> Any:
+        """The SDK client (made on first use)."""
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.provider_config.get("api_key"),
+                base_url=self.provider_config.get("base_url"),
+                timeout=self.timeout_seconds,
+                max_retries=0,
+            )
+        return self._client
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream text deltas; assemble each tool_use block from its JSON fragments."""
+        import anthropic
+
+        system, converted = to_anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.provider_config["model"],
+            "max_tokens": int(self.provider_config["max_tokens"]),
+            "messages": converted,
+            "stream": True,
+        }
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in tools
+            ]
+        blocks: dict[int, dict[str, Any]] = {}
+        input_tokens = output_tokens = 0
+        stop: str | None = None
+        numbered = next_call_number(messages)
+        emitted = 0
+        try:
+            stream = await self.client().messages.create(**request)
+            async for event in stream:
+                kind = event.type
+                if kind == "message_start":
+                    usage = getattr(event.message, "usage", None)
+                    input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
+                    output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        blocks[event.index] = {"id": block.id, "name": block.name, "json": []}
+                    elif block.type == "text" and block.text:
+                        yield TextChunkEvent(block.text)
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta" and delta.text:
+                        yield TextChunkEvent(delta.text)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        blocks[event.index]["json"].append(delta.partial_json)
+                elif kind == "content_block_stop" and event.index in blocks:
+                    block = blocks.pop(event.index)
+                    emitted += 1
+                    yield tool_call(
+                        block["id"],
+                        f"toolu_{numbered + emitted}",
+                        block["name"],
+                        "".join(block["json"]),
+                    )
+                elif kind == "message_delta":
+                    stop = event.delta.stop_reason or stop
+                    usage = getattr(event, "usage", None)
+                    if usage is not None and getattr(usage, "output_tokens", None) is not None:
+                        output_tokens = int(usage.output_tokens)
+        except anthropic.APIError as error:
+            raise ProviderError(f"Anthropic request failed: {describe_error(error)}") from None
+        if stop == "refusal":
+            raise ProviderError("the model refused to answer")
+        if stop is None:
+            raise ProviderCompletionError(
+                "incomplete_provider_response", "no stop_reason in the stream"
+            )
+        if blocks:
+            raise ProviderCompletionError(
+                "incomplete_provider_response", "a tool_use block never ended"
+            )
+        yield DoneEvent(TokenUsage(input_tokens, output_tokens), _STOP.get(stop, stop))
+
+
+def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)``: leading system messages joined as ``system``; later ones stay in
+    place as notes in the user turn; consecutive tool results share one user turn."""
+    leading: list[str] = []
+    position = 0
+    while position < len(messages) and messages[position].role == "system":
+        leading.append(messages[position].content)
+        position += 1
+    converted: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if converted and converted[-1]["role"] == role:
+            converted[-1]["content"].extend(blocks)  # the API wants alternating roles
+        else:
+            converted.append({"role": role, "content": blocks})
+
+    for message in messages[position:]:
+        if message.role == "system":
+            add("user", [{"type": "text", "text": f"[System note] {message.content}"}])
+        elif message.role == "user":
+            add("user", [{"type": "text", "text": message.content}])
+        elif message.role == "tool":
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.tool_call_id,
+                        "content": result_text(message.tool_result),
+                    }
+                ],
+            )
+        else:
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks.extend(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": call.args}
+                for call in message.tool_calls
+            )
+            add("assistant", blocks or [{"type": "text", "text": "(no answer)"}])
+    return "\n\n".join(leading), converted

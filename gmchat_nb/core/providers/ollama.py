@@ -1,0 +1,142 @@
+"""Ollama's /api/chat, streamed, through the public ``ollama.AsyncClient.chat`` API.
+
+Config: ``model`` (gemma4:e4b), ``base_url`` or ``host`` (else ``OLLAMA_HOST``, else
+http://127.0.0.1:11434), ``timeout_seconds`` (60), ``stream_timeout_seconds`` (30). Ollama sends
+tool calls whole, with object arguments and no ids; ids are made deterministic here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+from ._wire import check_config, describe_error, next_call_number, result_text, tool_call
+from .base import (
+    BaseLLMProvider,
+    DoneEvent,
+    Message,
+    ProviderCompletionError,
+    ProviderError,
+    ProviderEvent,
+    TextChunkEvent,
+    TokenUsage,
+    ToolDefinition,
+)
+
+__all__ = ["OllamaProvider", "to_ollama_messages"]
+
+
+class OllamaProvider(BaseLLMProvider):
+    """Streams a local (or remote) Ollama model with tool calls."""
+
+    name: ClassVar[str] = "ollama"
+    required_extra: ClassVar[str | None] = "ollama"
+    sdk_module: ClassVar[str | None] = "ollama"
+    default_config: ClassVar[Mapping[str, Any]] = {"model": "gemma4:e4b"}
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self._client: Any = None
+
+    @classmethod
+    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
+        """The SDK is installed and the config's values have the right types."""
+        super().check_configuration(config)
+        check_config(config or {}, cls.name)
+
+    def client(self) -> Any:
+        """The SDK client (made on first use)."""
+        if self._client is None:
+            import ollama
+
+            host = self.provider_config.get("base_url") or self.provider_config.get("host")
+            self._client = ollama.AsyncClient(host=host, timeout=self.timeout_seconds)
+        return self._client
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        """Stream text; take whole tool calls; end with one Done."""
+        import ollama
+        import pydantic
+
+        done_reason: str | None = None
+        finished = False
+        usage = TokenUsage()
+        numbered = next_call_number(messages)
+        calls = 0
+        try:
+            stream = await self.client().chat(
+                model=self.provider_config["model"],
+                messages=to_ollama_messages(messages),
+                tools=[
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.input_schema,
+                        },
+                    }
+                    for t in tools
+                ]
+                or None,
+                stream=True,
+            )
+            async for chunk in stream:
+                message = chunk.message
+                if message is not None and message.content:
+                    yield TextChunkEvent(message.content)
+                for call in (message.tool_calls if message is not None else None) or ():
+                    calls += 1
+                    yield tool_call(
+                        None,
+                        f"ollama-call-{numbered + calls}",
+                        call.function.name,
+                        call.function.arguments,
+                    )
+                if chunk.done:
+                    finished = True
+                    done_reason = chunk.done_reason
+                    usage = TokenUsage(
+                        int(chunk.prompt_eval_count or 0), int(chunk.eval_count or 0)
+                    )
+        except ollama.ResponseError as error:
+            raise ProviderError(f"Ollama request failed: {describe_error(error)}") from None
+        except pydantic.ValidationError as error:
+            raise ProviderError(f"Ollama sent a malformed response: {error}") from None
+        except ConnectionError as error:
+            raise ProviderError(f"cannot reach Ollama: {error}") from None
+        if not finished:
+            raise ProviderCompletionError("incomplete_provider_response", "no final done line")
+        truncated = done_reason == "length"
+        yield DoneEvent(usage, "length" if truncated else ("tool_calls" if calls else "stop"))
+
+
+def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Provider-neutral history as Ollama chat messages (tool calls with object arguments,
+    results as ``role: tool`` with ``tool_name``)."""
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            converted.append(
+                {
+                    "role": "tool",
+                    "content": result_text(message.tool_result),
+                    "tool_name": message.tool_name,
+                }
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            converted.append(
+                {
+                    "role": "assistant",
+                    "content": message.content,
+                    "tool_calls": [
+                        {"function": {"name": call.name, "arguments": call.args}}
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            converted.append({"role": message.role, "content": message.content})
+    return converted
