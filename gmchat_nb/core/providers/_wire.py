@@ -10,6 +10,7 @@ from .base import Message, ToolCallEvent
 
 __all__ = [
     "check_config",
+    "close_stream",
     "decode_arguments",
     "describe_error",
     "next_call_number",
@@ -38,6 +39,21 @@ def decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(decoded, dict):
         return {}, f"the arguments must be a JSON object, got {type(decoded).__name__}"
     return decoded, None
+
+
+async def close_stream(stream: Any) -> None:
+    """Close an SDK stream, so an abandoned response (a timeout, a cancelled turn) does not keep
+    its connection open."""
+    for name in ("aclose", "close"):
+        closer = getattr(stream, name, None)
+        if closer is not None:
+            try:
+                result = closer()
+                if hasattr(result, "__await__"):
+                    await result
+            except Exception:  # closing is best effort: the request already failed or ended
+                pass
+            return
 
 
 def next_call_number(messages: list[Message]) -> int:

@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-from ._wire import check_config, describe_error, next_call_number, result_text, tool_call
+from ._wire import (
+    check_config,
+    close_stream,
+    describe_error,
+    next_call_number,
+    result_text,
+    tool_call,
+)
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -98,6 +105,7 @@ class AnthropicProvider(BaseLLMProvider):
         stop: str | None = None
         numbered = next_call_number(messages)
         emitted = 0
+        stream: Any = None
         try:
             stream = await self.client().messages.create(**request)
             async for event in stream:
@@ -134,6 +142,8 @@ class AnthropicProvider(BaseLLMProvider):
                         output_tokens = int(usage.output_tokens)
         except anthropic.APIError as error:
             raise ProviderError(f"Anthropic request failed: {describe_error(error)}") from None
+        finally:
+            await close_stream(stream)
         if stop == "refusal":
             raise ProviderError("the model refused to answer")
         if stop is None:

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-from ._wire import check_config, describe_error, next_call_number, result_text, tool_call
+from ._wire import (
+    check_config,
+    close_stream,
+    describe_error,
+    next_call_number,
+    result_text,
+    tool_call,
+)
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -65,6 +72,7 @@ class OllamaProvider(BaseLLMProvider):
         usage = TokenUsage()
         numbered = next_call_number(messages)
         calls = 0
+        stream: Any = None
         try:
             stream = await self.client().chat(
                 model=self.provider_config["model"],
@@ -107,6 +115,8 @@ class OllamaProvider(BaseLLMProvider):
             raise ProviderError(f"Ollama sent a malformed response: {error}") from None
         except ConnectionError as error:
             raise ProviderError(f"cannot reach Ollama: {error}") from None
+        finally:
+            await close_stream(stream)
         if not finished:
             raise ProviderCompletionError("incomplete_provider_response", "no final done line")
         truncated = done_reason == "length"

@@ -12,7 +12,14 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-from ._wire import check_config, describe_error, next_call_number, result_text, tool_call
+from ._wire import (
+    check_config,
+    close_stream,
+    describe_error,
+    next_call_number,
+    result_text,
+    tool_call,
+)
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -95,6 +102,7 @@ class OpenAIProvider(BaseLLMProvider):
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage = TokenUsage()
+        stream: Any = None
         try:
             stream = await self.client().chat.completions.create(**request)
             async for chunk in stream:
@@ -124,6 +132,8 @@ class OpenAIProvider(BaseLLMProvider):
                         finish = choice.finish_reason
         except openai.APIError as error:
             raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
+        finally:
+            await close_stream(stream)
         if finish == "content_filter":
             raise ProviderError("the response was stopped by the provider's content filter")
         if finish is None:
