@@ -21,7 +21,6 @@ from gmchat_nb.core.providers.base import (
     ProviderError,
     TextChunkEvent,
     ToolCallEvent,
-    ToolCallEvent as Call,
     ToolDefinition,
 )
 from gmchat_nb.core.providers.registry import create_provider
@@ -146,8 +145,8 @@ async def test_history_goes_back_in_the_native_shape(server: VendorServer, vendo
             "assistant",
             "",
             tool_calls=(
-                Call("c1", "query", {"manager": "Part"}),
-                Call("c2", "find_path", {"from_manager": "Part"}),
+                ToolCallEvent("c1", "query", {"manager": "Part"}),
+                ToolCallEvent("c2", "find_path", {"from_manager": "Part"}),
             ),
         ),
         Message(
