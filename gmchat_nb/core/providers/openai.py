@@ -155,6 +155,39 @@ class OpenAIProvider(BaseLLMProvider):
             )
         yield DoneEvent(usage, _FINISH.get(finish, finish))
 
+    async def complete_structured(
+        self, messages: list[Message], response_schema: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One answer that is a JSON object following ``response_schema`` (structured outputs;
+        for planned orchestration). A reply that is not such an object is a ProviderError."""
+        import openai
+
+        try:
+            response = await self.client().chat.completions.create(
+                model=self.provider_config["model"],
+                messages=to_openai_messages(messages),
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "response",
+                        "schema": dict(response_schema),
+                        "strict": False,
+                    },
+                },
+            )
+        except openai.APIError as error:
+            raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
+        content = response.choices[0].message.content if response.choices else None
+        try:
+            decoded = json.loads(content or "")
+        except ValueError:
+            raise ProviderError(
+                f"the structured answer is not JSON: {str(content)[:200]}"
+            ) from None
+        if not isinstance(decoded, dict):
+            raise ProviderError("the structured answer is not a JSON object")
+        return decoded
+
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Provider-neutral history as OpenAI chat messages (tool calls and results native)."""

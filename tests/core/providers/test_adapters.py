@@ -361,3 +361,31 @@ async def test_gmchat_ask_with_any_openai_compatible_server(server: VendorServer
     assert server.requests["openai"][0]["model"] == "test-model"
     headers = {key.lower(): value for key, value in server.headers["openai"][0].items()}
     assert headers["authorization"] == "Bearer local"
+
+
+async def test_structured_output_through_openai(server: VendorServer) -> None:
+    server.script(
+        "openai", [Reply(text='{"intent": "read", "managers": ["Part"]}'), Reply(text="not json")]
+    )
+    adapter = provider(server, "openai")
+    schema = {"type": "object", "properties": {"intent": {"type": "string"}}}
+    answer = await adapter.complete_structured([Message("user", "plan it")], schema)  # type: ignore[attr-defined]
+    assert answer == {"intent": "read", "managers": ["Part"]}
+    assert server.requests["openai"][0]["response_format"]["json_schema"]["schema"] == schema
+    with pytest.raises(ProviderError, match="not JSON"):
+        await adapter.complete_structured([Message("user", "again")], schema)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("vendor", "config", "message"),
+    [
+        ("openai", {"base_url": "ftp://example"}, "base_url must be an http"),
+        ("anthropic", {"max_tokens": 0}, "max_tokens must be a positive number"),
+        ("ollama", {"timeout_seconds": "soon"}, "timeout_seconds must be a positive number"),
+    ],
+)
+def test_bad_adapter_config_is_refused_before_any_request(
+    vendor: str, config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        create_provider(f"{vendor}:m", config)
