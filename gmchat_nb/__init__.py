@@ -8,3 +8,10 @@ from .core.settings import load_settings
 
 __all__ = ["Chat", "Turn", "connect", "demo_project", "load_settings"]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext gmchat_nb``: registers ``%%gmchat`` and ``%gmchat config``."""
+    from .widget.magics import load_ipython_extension as load
+
+    load(ipython)

@@ -42,6 +42,7 @@ class Turn:
     question: str
     events: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[QueryOutcome] = field(default_factory=list)
+    call_ids: list[str] = field(default_factory=list)  # the tool call behind each outcome
     date_columns: dict[str, set[str]] = field(default_factory=dict)
 
     @property
@@ -148,6 +149,7 @@ class Chat:
         self._project: Project | None = None
         self._owns_project = False
         self.turns: list[Turn] = []
+        self._widget: Any = None
 
     # -- lazily connected parts ------------------------------------------------------------------
 
@@ -214,6 +216,7 @@ class Chat:
             turn.events.append(event.to_dict())
             if isinstance(event, ToolResult) and event.id in session.outcomes:
                 turn.outcomes.append(session.outcomes[event.id])
+                turn.call_ids.append(event.id)
             yield event
 
     async def ask(self, text: str) -> Turn:
@@ -291,9 +294,23 @@ class Chat:
         self._session = None
         self._project = None
 
+    def widget(self) -> Any:
+        """The chat panel for this chat (one per chat; every display shows a view of it)."""
+        if self._widget is None:
+            from .widget import ChatWidget
+
+            self._widget = ChatWidget(self)
+        return self._widget
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """``chat`` as a cell's last line shows the chat panel (text where widgets cannot)."""
+        return self.widget()._repr_mimebundle_(**kwargs)
+
     def __repr__(self) -> str:
         project = self._project.label if self._project else self.settings.project
-        return f"<gmchat_nb.Chat project={project!r} provider={self.settings.provider!r}>"
+        provider = self.settings.provider
+        label = provider if isinstance(provider, str) else type(provider).__name__
+        return f"Chat(project={str(project)!r}, provider={label!r}, turns={len(self.turns)})"
 
 
 def _date_columns(project: Project) -> dict[str, set[str]]:

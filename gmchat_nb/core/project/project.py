@@ -184,6 +184,31 @@ class Project:
         """Validate and run one allow-listed mutation."""
         return await self.execute_mutation(self.prepare_mutation(mutation, input))
 
+    async def rows(
+        self, document: str, variables: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Run a GraphQL document (evidence's ``document`` and ``variables``) and return the rows
+        of its page-shaped root, as ``query`` would (nested pages as plain lists)."""
+        from graphql import parse
+
+        parsed = parse(document)
+        outcome = await self._execute(parsed, dict(variables or {}), None)
+        if outcome.errors:
+            messages = "; ".join(str(error.get("message")) for error in outcome.errors)
+            raise ToolError("graphql_error", f"The server rejected the document: {messages}")
+        data = outcome.data or {}
+        page = next(iter(data.values()), None) or {}
+        items = page.get("items", []) if isinstance(page, dict) else []
+        return [_plain_pages(item) for item in items]
+
+    async def frame(self, document: str, variables: dict[str, Any] | None = None) -> Any:
+        """:meth:`rows` as a pandas DataFrame (relations as dotted columns)."""
+        import pandas as pd
+
+        from ..frames import flatten_row
+
+        return pd.DataFrame([flatten_row(row) for row in await self.rows(document, variables)])
+
     async def aclose(self) -> None:
         """Close the executor (and whatever the project was built on)."""
         await self.executor.aclose()
@@ -276,7 +301,12 @@ class Project:
         )
 
     async def _execute(
-        self, document: Any, variables: dict[str, Any], operation: str, *, timeout: bool = True
+        self,
+        document: Any,
+        variables: dict[str, Any],
+        operation: str | None,
+        *,
+        timeout: bool = True,
     ) -> ExecutionOutcome:
         run = self.executor.execute(document, variables, operation)
         if not timeout or self.query_timeout is None:
@@ -289,6 +319,21 @@ class Project:
                 f"The query took longer than {self.query_timeout:g} s and was stopped; "
                 "narrow the filters or ask for fewer rows.",
             ) from None
+
+
+def _plain_pages(value: Any) -> Any:
+    """``{"items": [...], "pageInfo": {...}}`` nested pages as plain lists, recursively."""
+    if isinstance(value, dict):
+        if (
+            "items" in value
+            and len(value) <= 2
+            and set(value) <= {"items", "pageInfo", "page_info"}
+        ):
+            return [_plain_pages(item) for item in value["items"] or []]
+        return {key: _plain_pages(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_pages(item) for item in value]
+    return value
 
 
 def _query_error(plan: QueryPlan, errors: list[dict[str, Any]]) -> ToolError:

@@ -1,0 +1,425 @@
+"""The notebook chat widget (kernel side): drives a :class:`~gmchat_nb.Chat`, streams its events
+to the front end in batches, keeps the transcript, serves result tables and binds DataFrames.
+
+No loop logic lives here: turns run through ``Chat.stream``; this module only translates events
+to messages (see :mod:`gmchat_nb.widget.protocol`) and user actions back into chat calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import keyword
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from ..core.events import ChatEvent, Error, TextChunk, ToolResult
+from ..core.project.project import QueryOutcome
+from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..chat import Chat
+
+__all__ = ["ChatWidget", "evidence_code"]
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+class ChatWidget(anywidget.AnyWidget):
+    """A chat panel for a :class:`~gmchat_nb.Chat` (``display(chat)`` shows one)."""
+
+    _esm = STATIC / "chat.js"
+    _css = STATIC / "chat.css"
+    # Synced only when a turn ends (the stream itself travels as custom messages).
+    transcript: traitlets.List[dict[str, Any]] = traitlets.List([]).tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self, chat: Chat, *, namespace: dict[str, Any] | None = None, batching: bool = True
+    ) -> None:
+        super().__init__()
+        self.chat = chat
+        self.batching = batching
+        self.namespace = namespace if namespace is not None else _user_namespace()
+        self.turns: list[dict[str, Any]] = []
+        self.tables: dict[str, tuple[pd.DataFrame, dict[str, Any]]] = {}
+        self.sent_messages = 0
+        self.sent_bytes = 0
+        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # built outside a running loop (a script): dispatch inline
+            self._loop = None
+        self.title = f"{_project_label(chat)} · {chat.settings.provider if isinstance(chat.settings.provider, str) else type(chat.settings.provider).__name__}"
+        self.on_msg(self._receive)
+
+    def __repr__(self) -> str:
+        return f"ChatWidget(project={_project_label(self.chat)!r}, turns={len(self.turns)})"
+
+    # -- messages in -------------------------------------------------------------------------------
+
+    def _receive(self, _widget: Any, content: Any, buffers: Any) -> None:
+        # JupyterLab may deliver comm messages on a subshell thread with its own loop: every
+        # action hops onto the kernel's loop before it touches asyncio objects.
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self.dispatch, content)
+        else:
+            self.dispatch(content)
+
+    def dispatch(self, message: Any) -> None:
+        """Handle one front-end message (on the kernel's loop)."""
+        if not isinstance(message, dict) or message.get("type") not in FRONT_END_TYPES:
+            self._post({"type": "error", "code": "bad_event", "message": "Unknown chat event."})
+            return
+        kind = message["type"]
+        if kind == "hello":
+            self._spawn(self._snapshot())
+        elif kind == "ask":
+            self.ask(message.get("text"))
+        elif kind == "stop":
+            if self._task is not None:
+                self._task.cancel()
+        elif kind == "confirm":
+            if not self.chat.confirm(str(message.get("call_id")), bool(message.get("ok"))):
+                self._post(
+                    {
+                        "type": "error",
+                        "code": "confirmation_unavailable",
+                        "message": "Pending confirmation is no longer available.",
+                    }
+                )
+        elif kind == "to_frame":
+            self._bind_frame(str(message.get("table")), message.get("name"))
+        elif kind == "table_page":
+            self._page(message)
+        elif kind == "new_conversation":
+            self._spawn(self._new_conversation())
+        elif kind == "list_conversations":
+            self._spawn(self._conversations())
+        elif kind == "open_conversation":
+            self._spawn(self._open(str(message.get("conversation_id"))))
+        elif kind == "clear":
+            self.turns.clear()
+            self.tables.clear()
+            self.transcript = []
+            self._spawn(self._snapshot())
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    def ask(self, text: Any) -> None:
+        """Start a turn (the widget's Send button does this)."""
+        if self._task is not None and not self._task.done():
+            self._post(
+                {
+                    "type": "error",
+                    "code": "turn_in_progress",
+                    "message": "A chat turn is already in progress.",
+                }
+            )
+            return
+        self._task = self._spawn(self.run_turn(text))
+
+    async def run_turn(self, text: Any) -> dict[str, Any]:
+        """Run one turn through the chat, streaming its events to the front end."""
+        record: dict[str, Any] = {
+            "index": len(self.turns),
+            "question": text if isinstance(text, str) else "",
+            "events": [],
+            "answer": "",
+            "usage": {},
+            "error": None,
+            "tables": [],
+            "evidence": [],
+            "running": True,
+        }
+        self.turns.append(record)
+        self._post({"type": "turn_start", "turn": _without_events(record)})
+        batch: list[dict[str, Any]] = []
+        waiting = 0
+        started = time.perf_counter()
+        try:
+            async for event in self.chat.stream(text):
+                payload = _for_display(event)
+                record["events"].append(payload)
+                batch.append(payload)
+                if isinstance(event, TextChunk):
+                    record["answer"] += event.content
+                    waiting += len(event.content)
+                urgent = not isinstance(event, TextChunk)
+                due = time.perf_counter() - started >= BATCH_SECONDS or waiting >= BATCH_CHARACTERS
+                if not self.batching or urgent or due:
+                    self._flush(record, batch)
+                    waiting, started = 0, time.perf_counter()
+                if isinstance(event, ToolResult):
+                    self._table_for(record, event)
+                if isinstance(event, Error):
+                    record["error"] = {"code": event.code, "message": event.message}
+        except asyncio.CancelledError:
+            record["error"] = {"code": "cancelled", "message": "Stopped."}
+        except Exception as error:  # never a silent task failure in a notebook
+            log.exception("the chat turn failed")
+            record["error"] = {
+                "code": "chat_error",
+                "message": f"Chat request failed: {type(error).__name__}",
+            }
+        finally:
+            self._flush(record, batch)
+            record["running"] = False
+            turn = self.chat.turns[-1] if self.chat.turns else None
+            if turn is not None and turn.question == record["question"]:
+                record["usage"] = turn.usage
+                record["evidence"] = [
+                    _evidence_row(outcome, self.chat) for outcome in turn.outcomes
+                ]
+            self.transcript = [_summary(item) for item in self.turns]
+            self._post({"type": "turn_end", "turn": record})
+        return record
+
+    def _flush(self, record: dict[str, Any], batch: list[dict[str, Any]]) -> None:
+        if batch:
+            self._post({"type": "events", "turn": record["index"], "events": list(batch)})
+            batch.clear()
+
+    def _table_for(self, record: dict[str, Any], event: ToolResult) -> None:
+        turn = self.chat.turns[-1] if self.chat.turns else None
+        if turn is None or event.id not in turn.call_ids:
+            return  # not a successful query
+        outcome = turn.outcomes[turn.call_ids.index(event.id)]
+        frame = turn._frame(outcome)
+        key = f"t{record['index']}-{event.id}"
+        meta = {
+            "key": key,
+            "call_id": event.id,
+            "manager": outcome.manager,
+            "columns": [str(column) for column in frame.columns],
+            "total_rows": len(frame),
+            "total_count": outcome.total_count,
+            "complete": outcome.complete,
+            "page_size": PAGE_SIZE,
+        }
+        self.tables[key] = (frame, meta)
+        table = {**meta, "rows": _records(frame.head(PAGE_SIZE))}
+        record["tables"].append(table)
+        self._post({"type": "table", "turn": record["index"], "table": table})
+
+    # -- tables and frames ---------------------------------------------------------------------
+
+    def _page(self, message: dict[str, Any]) -> None:
+        key = str(message.get("table"))
+        if key not in self.tables:
+            self._post({"type": "error", "code": "bad_event", "message": "Unknown table."})
+            return
+        frame, _ = self.tables[key]
+        offset = max(0, int(message.get("offset") or 0))
+        limit = max(1, min(500, int(message.get("limit") or PAGE_SIZE)))
+        sort = message.get("sort") or {}
+        if sort.get("column") in frame.columns:
+            frame = frame.sort_values(
+                sort["column"],
+                ascending=not sort.get("descending"),
+                kind="stable",
+                na_position="last",
+            )
+        page = frame.iloc[offset : offset + limit]
+        self._post(
+            {
+                "type": "table_page",
+                "table": key,
+                "offset": offset,
+                "rows": _records(page),
+                "total": len(frame),
+            }
+        )
+
+    def _bind_frame(self, key: str, name: Any) -> None:
+        if key not in self.tables:
+            self._post({"type": "error", "code": "bad_event", "message": "Unknown table."})
+            return
+        variable = name.strip() if isinstance(name, str) and name.strip() else "gm_frame"
+        if not variable.isidentifier() or keyword.iskeyword(variable):
+            self._post(
+                {
+                    "type": "error",
+                    "code": "bad_event",
+                    "message": f"{variable!r} is not a Python name.",
+                }
+            )
+            return
+        frame, _ = self.tables[key]
+        self.namespace[variable] = frame.copy()
+        self._post(
+            {"type": "frame_bound", "table": key, "name": variable, "shape": list(frame.shape)}
+        )
+
+    # -- conversations ---------------------------------------------------------------------------
+
+    async def _snapshot(self) -> None:
+        session = await self.chat.session()
+        self._post(
+            {
+                "type": "snapshot",
+                "turns": self.turns,
+                "busy": self._task is not None and not self._task.done(),
+                "provider": session.provider.label if hasattr(session.provider, "label") else "",
+                "project": _project_label(self.chat),
+                "conversation_id": session.conversation_id,
+                "conversations": await self.chat.conversations(),
+            }
+        )
+
+    async def _conversations(self) -> None:
+        self._post(
+            {
+                "type": "conversations",
+                "items": await self.chat.conversations(),
+                "current": self.chat.conversation_id,
+            }
+        )
+
+    async def _new_conversation(self) -> None:
+        await self.chat.new_conversation()
+        self.turns.clear()
+        self.tables.clear()
+        self.transcript = []
+        await self._snapshot()
+
+    async def _open(self, conversation_id: str) -> None:
+        session = await self.chat.session()
+        record = session.store.conversation(conversation_id)
+        if record is None or record.actor_id != self.chat.actor.id:
+            self._post({"type": "error", "code": "bad_event", "message": "Unknown conversation."})
+            return
+        session.conversation_id = conversation_id
+        self.chat.turns.clear()
+        self.turns = _turns_from_history(session.history())
+        self.tables.clear()
+        self.transcript = [_summary(item) for item in self.turns]
+        await self._snapshot()
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _spawn(self, coroutine: Any) -> asyncio.Task[Any]:
+        loop = self._loop if self._loop is not None else asyncio.get_event_loop()
+        task = loop.create_task(coroutine)
+        self._tasks.add(task)  # strong references: an unreferenced task may be collected
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _post(self, message: dict[str, Any]) -> None:
+        # Through JSON once: dates and decimals become text, and the byte count is what travels.
+        text = json.dumps(message, default=str)
+        self.sent_messages += 1
+        self.sent_bytes += len(text)
+        self.send(json.loads(text))
+
+
+def _for_display(event: ChatEvent) -> dict[str, Any]:
+    """The event as the front end gets it: a query's rows travel as a paged table, not inside
+    the tool_result (a 10,000-row result would otherwise cross the wire whole)."""
+    payload = event.to_dict()
+    if isinstance(event, ToolResult) and event.frame is not None and isinstance(event.result, dict):
+        result = {key: value for key, value in event.result.items() if key != "data"}
+        result["rows"] = event.frame["rows"]
+        payload["result"] = result
+    return payload
+
+
+def evidence_code(outcome: QueryOutcome, chat: Chat) -> str:
+    """A notebook cell that re-runs exactly this query and returns its DataFrame."""
+    target = chat.settings.project
+    if target in ("demo", "inventory", "large"):
+        connect = f"project = gmchat_nb.demo_project({'' if target in ('demo', 'inventory') else repr(target)})"
+    else:
+        exposed = list(chat.settings.exposed_managers or [])
+        connect = f"project = await gmchat_nb.connect({target!r}, exposed={exposed!r})"
+    variables = outcome.variables[0] if outcome.variables else {}
+    return (
+        "import gmchat_nb\n\n"
+        f"{connect}\n"
+        f"DOCUMENT = {json.dumps(outcome.document)}\n"
+        f"VARIABLES = {json.dumps(variables, default=str)}\n"
+        "frame = await project.frame(DOCUMENT, VARIABLES)\n"
+        "frame"
+    )
+
+
+def _evidence_row(outcome: QueryOutcome, chat: Chat) -> dict[str, Any]:
+    first = outcome.variables[0] if outcome.variables else {}
+    return {
+        "manager": outcome.manager,
+        "filters": first.get("filter"),
+        "rows": len(outcome.rows),
+        "total_count": outcome.total_count,
+        "complete": outcome.complete,
+        "document": outcome.document,
+        "variables": first,
+        "code": evidence_code(outcome, chat),
+    }
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    # to_json turns NaN/NaT into null and timestamps into ISO text (to_dict fails on NaT).
+    return json.loads(frame.to_json(orient="records", date_format="iso"))  # type: ignore[no-any-return]
+
+
+def _without_events(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key != "events"}
+
+
+def _summary(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index": record["index"],
+        "question": record["question"],
+        "answer": record["answer"],
+        "error": record["error"],
+        "queries": len(record["tables"]),
+    }
+
+
+def _turns_from_history(history: list[Any]) -> list[dict[str, Any]]:
+    """Earlier conversations shown again: questions and answers (their tables are not kept)."""
+    turns: list[dict[str, Any]] = []
+    for message in history:
+        if message.role == "user":
+            turns.append(
+                {
+                    "index": len(turns),
+                    "question": message.content,
+                    "events": [],
+                    "answer": "",
+                    "usage": {},
+                    "error": None,
+                    "tables": [],
+                    "evidence": [],
+                    "running": False,
+                }
+            )
+        elif message.role == "assistant" and turns and not message.tool_calls and message.content:
+            turns[-1]["answer"] = message.content
+            turns[-1]["events"].append({"type": "text_chunk", "content": message.content})
+    return turns
+
+
+def _project_label(chat: Chat) -> str:
+    project = getattr(chat, "_project", None)
+    if project is not None:
+        return str(project.label)
+    return str(chat.settings.project)
+
+
+def _user_namespace() -> dict[str, Any]:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return {}
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else {}

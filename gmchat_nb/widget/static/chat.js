@@ -1,0 +1,2082 @@
+/**
+ * gmchat_nb chat widget: the front end (an anywidget ES module).
+ *
+ * anywidget loads this file from a Blob URL, so it is one self-contained module that imports
+ * nothing. The kernel owns all state (gmchat_nb/widget/protocol.py lists every message): a view
+ * sends `hello`, builds itself from the `snapshot` answer, then applies `turn_start`, `events`,
+ * `table`, `turn_end`, `table_page`, `frame_bound`, `conversations` and `error` as they arrive.
+ * Every view (a second output of the same widget, a reloaded page) keeps its own state.
+ *
+ * Safety: model and data text reaches the DOM only as text nodes / `textContent`. Markdown is
+ * parsed by a small pure parser into a tree of node descriptions, and `appendMarkdown` turns that
+ * tree into elements from a fixed allow-list; links keep only http, https and mailto hrefs.
+ *
+ * The pure helpers are named exports too, so tests/widget/js/test_markdown.mjs tests them with node.
+ */
+
+/* ============================================================================================
+ * Markdown: a pure parser to a node-description tree
+ * ========================================================================================== */
+
+/**
+ * A node of the markdown tree: a text string, or an element description.
+ * @typedef {string | {tag: string, attrs?: Object<string, string>, children?: MdNode[]}} MdNode
+ */
+
+const MAX_DEPTH = 12; // nesting limit for quotes, lists and emphasis (pathological input)
+const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+const ASCII_PUNCTUATION = /[!-/:-@[-`{-~]/;
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+const RE_FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
+const RE_HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const RE_HR = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const RE_SETEXT = /^ {0,3}(=+|-+)[ \t]*$/;
+const RE_QUOTE = /^ {0,3}> ?(.*)$/;
+const RE_LIST = /^( *)([-*+]|\d{1,9}[.)])(?:([ \t]+)(.*))?$/;
+const RE_TABLE_SEP = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
+const RE_TASK = /^\[([ xX])\][ \t]+/;
+const RE_BARE_URL = /https?:\/\/[^\s<>"`]+/iy;
+const RE_AUTOLINK = /<([a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^\s<>]*)>/y;
+const RE_AUTOMAIL = /<([^\s<>@]+@[^\s<>@]+\.[^\s<>@]+)>/y;
+
+/**
+ * The href to use for a link target, or null when it must not become a link.
+ *
+ * Only absolute http(s) URLs with a host and mailto: URLs pass. Browsers drop tabs and newlines
+ * anywhere and control characters at both ends before they parse a URL ("java\nscript:" is
+ * "javascript:"), so the check looks at the string the browser would see.
+ * @param {unknown} raw
+ * @returns {string | null}
+ */
+export function safeHref(raw) {
+  if (typeof raw !== "string") return null;
+  const cleaned = raw.replace(/[\t\n\r]/g, "").replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "");
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(cleaned);
+  if (!scheme) return null;
+  const name = scheme[1].toLowerCase();
+  if (name !== "http" && name !== "https" && name !== "mailto") return null;
+  if (name !== "mailto" && !/^https?:\/\/[^/?#\s\\]/i.test(cleaned)) return null;
+  try {
+    const url = new URL(cleaned);
+    return SAFE_PROTOCOLS.has(url.protocol) ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** @returns {MdNode} */
+function node(tag, children, attrs) {
+  const out = { tag, children: children || [] };
+  if (attrs) out.attrs = attrs;
+  return out;
+}
+
+/** Append text to a node list, merging with a preceding text node. */
+function pushText(out, text) {
+  if (!text) return;
+  if (typeof out[out.length - 1] === "string") out[out.length - 1] += text;
+  else out.push(text);
+}
+
+function pushNode(out, item) {
+  if (typeof item === "string") pushText(out, item);
+  else out.push(item);
+}
+
+function runLength(src, i, ch) {
+  let j = i;
+  while (src[j] === ch) j++;
+  return j - i;
+}
+
+/**
+ * A code span starting at the backtick run at `i`.
+ * @returns {{node: MdNode | null, end: number}} node is null when the run has no closing run
+ */
+function matchCodeSpan(src, i) {
+  const n = runLength(src, i, "`");
+  let j = i + n;
+  while (j < src.length) {
+    const k = src.indexOf("`", j);
+    if (k < 0) break;
+    const m = runLength(src, k, "`");
+    if (m === n) {
+      let text = src.slice(i + n, k).replace(/\n/g, " ");
+      if (text.length > 2 && text[0] === " " && text[text.length - 1] === " " && text.trim()) {
+        text = text.slice(1, -1);
+      }
+      return { node: node("code", [text]), end: k + m };
+    }
+    j = k + m;
+  }
+  return { node: null, end: i + n };
+}
+
+/**
+ * `[label](destination "title")` starting at the `[` at `i`.
+ * @returns {{label: string, href: string, title: string, end: number} | null}
+ */
+function matchLink(src, i) {
+  let depth = 0;
+  let j = i;
+  for (; j < src.length; j++) {
+    const ch = src[j];
+    if (ch === "\\") {
+      j++;
+      continue;
+    }
+    if (ch === "`") {
+      const span = matchCodeSpan(src, j);
+      j = span.end - 1;
+      continue;
+    }
+    if (ch === "[") depth++;
+    else if (ch === "]" && --depth === 0) break;
+  }
+  if (j >= src.length || src[j + 1] !== "(") return null;
+  const label = src.slice(i + 1, j);
+  let k = j + 2;
+  while (src[k] === " " || src[k] === "\t" || src[k] === "\n") k++;
+  let href = "";
+  if (src[k] === "<") {
+    const close = src.indexOf(">", k);
+    if (close < 0 || src.slice(k, close).includes("\n")) return null;
+    href = src.slice(k + 1, close);
+    k = close + 1;
+  } else {
+    let parens = 0;
+    const start = k;
+    for (; k < src.length; k++) {
+      const ch = src[k];
+      if (ch === "\\" && k + 1 < src.length) {
+        k++;
+        continue;
+      }
+      if (/\s/.test(ch)) break;
+      if (ch === "(") parens++;
+      else if (ch === ")") {
+        if (parens === 0) break;
+        parens--;
+      }
+    }
+    href = src.slice(start, k).replace(/\\([!-/:-@[-`{-~])/g, "$1");
+  }
+  while (src[k] === " " || src[k] === "\t" || src[k] === "\n") k++;
+  let title = "";
+  const open = src[k];
+  if (open === '"' || open === "'" || open === "(") {
+    const closeCh = open === "(" ? ")" : open;
+    const close = src.indexOf(closeCh, k + 1);
+    if (close < 0) return null;
+    title = src.slice(k + 1, close);
+    k = close + 1;
+    while (src[k] === " " || src[k] === "\t") k++;
+  }
+  if (src[k] !== ")") return null;
+  return { label, href, title, end: k + 1 };
+}
+
+/** Index of the closing delimiter (`n` characters `ch`) for content starting at `from`, or -1. */
+function findCloser(src, from, ch, n) {
+  let j = from;
+  while (j < src.length) {
+    const c = src[j];
+    if (c === "\\") {
+      j += 2;
+      continue;
+    }
+    if (c === "`") {
+      j = matchCodeSpan(src, j).end;
+      continue;
+    }
+    if (c === ch) {
+      const run = runLength(src, j, ch);
+      const closes = j > from && !/\s/.test(src[j - 1]);
+      if (closes && run === n) return j;
+      // "***" closes a "*" after an inner "**"; "**" inside "*...*" belongs to a nested strong
+      if (closes && run > n && (n === 2 || run !== 2)) return j + run - n;
+      j += run;
+      continue;
+    }
+    j++;
+  }
+  return -1;
+}
+
+/**
+ * Emphasis (`*em*`, `_em_`), strong (`**strong**`, `__strong__`) or `~~strikethrough~~` at `i`.
+ * @returns {{node: MdNode, end: number} | null}
+ */
+function matchEmphasis(src, i, depth, inLink) {
+  const ch = src[i];
+  const run = runLength(src, i, ch);
+  if (ch === "_" && i > 0 && WORD_CHAR.test(src[i - 1])) return null; // snake_case stays text
+  let tries;
+  if (ch === "~") tries = run === 2 ? [["del", 2]] : [];
+  else tries = run >= 2 ? [["strong", 2], ["em", 1]] : [["em", 1]];
+  for (const [tag, n] of tries) {
+    const start = i + n;
+    if (start >= src.length || /\s/.test(src[start])) continue;
+    const close = findCloser(src, start, ch, n);
+    if (close < 0) continue;
+    if (ch === "_" && WORD_CHAR.test(src[close + n] || "")) continue;
+    const inner = src.slice(start, close);
+    return { node: node(tag, parseInline(inner, depth + 1, inLink)), end: close + n };
+  }
+  return null;
+}
+
+/** Trailing punctuation after a bare URL belongs to the sentence, not the URL. */
+function trimUrl(url) {
+  let out = url;
+  for (;;) {
+    const last = out[out.length - 1];
+    if (/[.,:;!?'"*_~]/.test(last)) out = out.slice(0, -1);
+    else if (last === ")" && count(out, "(") < count(out, ")")) out = out.slice(0, -1);
+    else return out;
+  }
+}
+
+function count(text, ch) {
+  return text.split(ch).length - 1;
+}
+
+function linkNode(href, children, title) {
+  const attrs = { href, rel: "noopener noreferrer", target: "_blank" };
+  if (title) attrs.title = title;
+  return node("a", children, attrs);
+}
+
+/**
+ * Parse inline markdown: code spans, emphasis, strong, strikethrough, links, autolinks, bare
+ * http(s) URLs, escapes and line breaks. Raw HTML is not recognised: it stays text.
+ * @param {string} src
+ * @param {number} [depth]
+ * @param {boolean} [inLink] inside a link label (no nested links)
+ * @returns {MdNode[]}
+ */
+export function parseInline(src, depth = 0, inLink = false) {
+  const out = [];
+  if (!src) return out;
+  if (depth > MAX_DEPTH) {
+    pushText(out, src);
+    return out;
+  }
+  let buf = "";
+  const emit = (item) => {
+    pushText(out, buf);
+    buf = "";
+    pushNode(out, item);
+  };
+  const skipIndent = (k) => {
+    while (src[k] === " " || src[k] === "\t") k++;
+    return k;
+  };
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i];
+    if (c === "\\") {
+      const next = src[i + 1];
+      if (next === "\n") {
+        emit(node("br"));
+        i = skipIndent(i + 2);
+        continue;
+      }
+      if (next !== undefined && ASCII_PUNCTUATION.test(next)) {
+        buf += next;
+        i += 2;
+        continue;
+      }
+      buf += c;
+      i++;
+      continue;
+    }
+    if (c === "\n") {
+      const hard = / {2,}$/.test(buf);
+      buf = buf.replace(/[ \t]+$/, "");
+      if (hard) emit(node("br"));
+      else buf += "\n";
+      i = skipIndent(i + 1);
+      continue;
+    }
+    if (c === "`") {
+      const span = matchCodeSpan(src, i);
+      if (span.node) emit(span.node);
+      else buf += src.slice(i, span.end);
+      i = span.end;
+      continue;
+    }
+    if (c === "!" && src[i + 1] === "[" && !inLink) {
+      const link = matchLink(src, i + 1);
+      if (link) {
+        // never load images (privacy, no network): a link to the image, or its alt text
+        const href = safeHref(link.href);
+        const alt = link.label || "image";
+        emit(href ? linkNode(href, [`[image: ${alt}]`], link.title) : alt);
+        i = link.end;
+        continue;
+      }
+    }
+    if (c === "[" && !inLink) {
+      const link = matchLink(src, i);
+      if (link) {
+        const children = parseInline(link.label, depth + 1, true);
+        const href = safeHref(link.href);
+        if (href) emit(linkNode(href, children, link.title));
+        else {
+          pushText(out, buf);
+          buf = "";
+          for (const child of children) pushNode(out, child);
+        }
+        i = link.end;
+        continue;
+      }
+    }
+    if (c === "<" && !inLink) {
+      RE_AUTOLINK.lastIndex = i;
+      RE_AUTOMAIL.lastIndex = i;
+      const auto = RE_AUTOLINK.exec(src);
+      const mail = auto ? null : RE_AUTOMAIL.exec(src);
+      const match = auto || mail;
+      if (match) {
+        const href = safeHref(auto ? match[1] : `mailto:${match[1]}`);
+        if (href) emit(linkNode(href, [match[1]]));
+        else buf += match[0];
+        i += match[0].length;
+        continue;
+      }
+    }
+    if ((c === "h" || c === "H") && !inLink && (i === 0 || !WORD_CHAR.test(src[i - 1]))) {
+      RE_BARE_URL.lastIndex = i;
+      const match = RE_BARE_URL.exec(src);
+      if (match) {
+        const url = trimUrl(match[0]);
+        const href = safeHref(url);
+        if (href) {
+          emit(linkNode(href, [url]));
+          i += url.length;
+          continue;
+        }
+      }
+    }
+    if (c === "*" || c === "_" || c === "~") {
+      const emphasis = matchEmphasis(src, i, depth, inLink);
+      if (emphasis) {
+        emit(emphasis.node);
+        i = emphasis.end;
+        continue;
+      }
+      const run = runLength(src, i, c);
+      buf += src.slice(i, i + run);
+      i += run;
+      continue;
+    }
+    buf += c;
+    i++;
+  }
+  pushText(out, buf);
+  return out;
+}
+
+function isBlank(line) {
+  return !line || /^[ \t]*$/.test(line);
+}
+
+function indentOf(line) {
+  return /^ */.exec(line)[0].length;
+}
+
+function expandTabs(line) {
+  return line.replace(/^[ \t]+/, (lead) => lead.replace(/\t/g, "    "));
+}
+
+/** A fence opener match, or null (a backtick fence's info string may not contain backticks). */
+function fenceAt(line) {
+  const m = RE_FENCE.exec(line);
+  if (!m || (m[2][0] === "`" && m[3].includes("`"))) return null;
+  return m;
+}
+
+/**
+ * The list marker that starts `line`, or null.
+ * @returns {{indent: number, ordered: boolean, start: number, contentCol: number, content: string} | null}
+ */
+function listMarker(line) {
+  if (RE_HR.test(line)) return null;
+  const m = RE_LIST.exec(line);
+  if (!m) return null;
+  const [, lead, marker, gap = "", rest = ""] = m;
+  const ordered = /\d/.test(marker);
+  let pad = gap.length || 1;
+  let content = rest;
+  if (gap.length > 4) {
+    pad = 1;
+    content = gap.slice(1) + rest;
+  }
+  return {
+    indent: lead.length,
+    ordered,
+    start: ordered ? parseInt(marker, 10) : 1,
+    contentCol: lead.length + marker.length + pad,
+    content,
+  };
+}
+
+/** Cells of a table row; `\|` is a literal pipe, and so is a pipe inside a code span. */
+function splitRow(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  const cells = [];
+  let cur = "";
+  for (let k = 0; k < s.length; k++) {
+    const ch = s[k];
+    if (ch === "`") {
+      const span = matchCodeSpan(s, k);
+      cur += s.slice(k, span.end);
+      k = span.end - 1;
+    } else if (ch === "\\" && s[k + 1] === "|") {
+      cur += "|";
+      k++;
+    } else if (ch === "|") {
+      cells.push(cur.trim());
+      cur = "";
+    } else cur += ch;
+  }
+  cells.push(cur.trim());
+  return cells;
+}
+
+function isTableStart(lines, i) {
+  const head = lines[i];
+  const sep = lines[i + 1];
+  if (sep === undefined || !head.includes("|") || !sep.includes("|")) return false;
+  if (!RE_TABLE_SEP.test(sep)) return false;
+  return splitRow(head).length === splitRow(sep).length;
+}
+
+/** True when line `i` starts a block that interrupts a paragraph. */
+function startsBlock(lines, i) {
+  const line = lines[i];
+  return Boolean(
+    fenceAt(line) ||
+      RE_HEADING.test(line) ||
+      RE_HR.test(line) ||
+      RE_QUOTE.test(line) ||
+      listMarker(line) ||
+      isTableStart(lines, i),
+  );
+}
+
+function parseFence(lines, i, m, out) {
+  const indent = m[1].length;
+  const fence = m[2];
+  const lang = (/^[A-Za-z0-9_+-]{1,32}/.exec(m[3].trim()) || [""])[0];
+  const closer = new RegExp(`^ {0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}[ \\t]*$`);
+  const body = [];
+  let j = i + 1;
+  while (j < lines.length && !closer.test(lines[j])) {
+    const line = lines[j];
+    body.push(line.slice(Math.min(indent, indentOf(line))));
+    j++;
+  }
+  const code = node("code", body.length ? [body.join("\n")] : [], lang ? { class: `language-${lang}` } : undefined);
+  out.push(node("pre", [code]));
+  return j < lines.length ? j + 1 : j;
+}
+
+function alignOf(cell) {
+  const left = cell.startsWith(":");
+  const right = cell.endsWith(":");
+  if (left && right) return "center";
+  if (right) return "right";
+  if (left) return "left";
+  return null;
+}
+
+function parseTable(lines, i, depth, out) {
+  const header = splitRow(lines[i]);
+  const aligns = splitRow(lines[i + 1]).map(alignOf);
+  const cell = (tag, text, k) => node(tag, parseInline(text, depth), aligns[k] ? { align: aligns[k] } : undefined);
+  const head = node("thead", [node("tr", header.map((text, k) => cell("th", text, k)))]);
+  const rows = [];
+  let j = i + 2;
+  while (j < lines.length && !isBlank(lines[j]) && lines[j].includes("|")) {
+    const line = lines[j];
+    if (fenceAt(line) || RE_HEADING.test(line) || RE_QUOTE.test(line)) break;
+    const cells = splitRow(line);
+    rows.push(node("tr", header.map((_, k) => cell("td", cells[k] || "", k))));
+    j++;
+  }
+  out.push(node("table", rows.length ? [head, node("tbody", rows)] : [head]));
+  return j;
+}
+
+function parseQuote(lines, i, depth, out) {
+  const inner = [];
+  while (i < lines.length) {
+    const m = RE_QUOTE.exec(lines[i]);
+    if (m) {
+      inner.push(m[1]);
+      i++;
+    } else if (inner.length && !isBlank(lines[i]) && !isBlank(inner[inner.length - 1]) && !startsBlock(lines, i)) {
+      inner.push(lines[i]); // lazy continuation of the quoted paragraph
+      i++;
+    } else break;
+  }
+  out.push(node("blockquote", parseBlocks(inner, depth + 1)));
+  return i;
+}
+
+/**
+ * A bullet or ordered list. Lenient with the indentation models write: any line indented at
+ * least two columns past the list's markers belongs to the current item (nested lists included).
+ */
+function parseList(lines, i, first, depth, out) {
+  const base = first.indent;
+  const items = [];
+  let loose = false;
+  let item = null;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (isBlank(line)) {
+      let j = i + 1;
+      while (j < lines.length && isBlank(lines[j])) j++;
+      if (j >= lines.length) break;
+      const next = listMarker(lines[j]);
+      const sibling = next && next.indent < base + 2 && next.ordered === first.ordered;
+      if (!sibling && indentOf(lines[j]) < base + 2) break;
+      loose = true;
+      for (let k = i; k < j; k++) item.lines.push("");
+      i = j;
+      continue;
+    }
+    const marker = listMarker(line);
+    if (marker && marker.indent < base + 2) {
+      if (marker.ordered !== first.ordered) break;
+      item = { lines: [marker.content], contentCol: marker.contentCol };
+      items.push(item);
+      i++;
+      continue;
+    }
+    const indent = indentOf(line);
+    if (indent >= base + 2) {
+      item.lines.push(line.slice(Math.min(indent, item.contentCol)));
+      i++;
+      continue;
+    }
+    const last = item.lines[item.lines.length - 1];
+    if (!isBlank(last) && !startsBlock(lines, i)) {
+      item.lines.push(line.trimStart()); // lazy paragraph continuation
+      i++;
+      continue;
+    }
+    break;
+  }
+  const children = items.map((it) => listItem(it.lines, loose, depth));
+  const attrs = first.ordered && first.start !== 1 ? { start: String(first.start) } : undefined;
+  out.push(node(first.ordered ? "ol" : "ul", children, attrs));
+  return i;
+}
+
+function listItem(lines, loose, depth) {
+  let prefix = "";
+  const task = RE_TASK.exec(lines[0]);
+  if (task) {
+    prefix = task[1] === " " ? "\u2610 " : "\u2611 ";
+    lines = [lines[0].slice(task[0].length), ...lines.slice(1)];
+  }
+  let blocks = parseBlocks(lines, depth + 1);
+  if (!loose) {
+    blocks = blocks.flatMap((b) => (typeof b === "object" && b.tag === "p" ? b.children : [b]));
+  }
+  if (prefix) {
+    const firstBlock = blocks[0];
+    if (firstBlock && typeof firstBlock === "object" && firstBlock.tag === "p") firstBlock.children.unshift(prefix);
+    else blocks.unshift(prefix);
+  }
+  const merged = [];
+  for (const b of blocks) pushNode(merged, b);
+  return node("li", merged);
+}
+
+function joinParagraph(lines) {
+  return lines
+    .map((line) => line.replace(/^[ \t]+/, ""))
+    .join("\n")
+    .replace(/[ \t]+$/, "");
+}
+
+function parseParagraph(lines, i, depth, out) {
+  const buf = [lines[i]];
+  i++;
+  while (i < lines.length && !isBlank(lines[i])) {
+    const setext = RE_SETEXT.exec(lines[i]);
+    if (setext) {
+      out.push(node(setext[1][0] === "=" ? "h1" : "h2", parseInline(joinParagraph(buf), depth)));
+      return i + 1;
+    }
+    if (startsBlock(lines, i)) break;
+    buf.push(lines[i]);
+    i++;
+  }
+  out.push(node("p", parseInline(joinParagraph(buf), depth)));
+  return i;
+}
+
+function parseBlocks(lines, depth) {
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (isBlank(line)) {
+      i++;
+      continue;
+    }
+    const fence = fenceAt(line);
+    if (fence) {
+      i = parseFence(lines, i, fence, out);
+      continue;
+    }
+    const heading = RE_HEADING.exec(line);
+    if (heading) {
+      out.push(node(`h${heading[1].length}`, parseInline(heading[2] || "", depth)));
+      i++;
+      continue;
+    }
+    if (RE_HR.test(line)) {
+      out.push(node("hr"));
+      i++;
+      continue;
+    }
+    if (depth < MAX_DEPTH && RE_QUOTE.test(line)) {
+      i = parseQuote(lines, i, depth, out);
+      continue;
+    }
+    if (isTableStart(lines, i)) {
+      i = parseTable(lines, i, depth, out);
+      continue;
+    }
+    const marker = depth < MAX_DEPTH ? listMarker(line) : null;
+    if (marker) {
+      i = parseList(lines, i, marker, depth, out);
+      continue;
+    }
+    i = parseParagraph(lines, i, depth, out);
+  }
+  return out;
+}
+
+/**
+ * Parse markdown into a tree of node descriptions (pure: no DOM).
+ *
+ * Supports paragraphs, ATX and setext headings, **strong**, *em*, ~~del~~, `code`, fenced code
+ * blocks, bullet / numbered / task lists (nested), GitHub tables, block quotes, rules, links and
+ * autolinks. Raw HTML is never interpreted: it comes back as text.
+ * @param {string} text
+ * @returns {MdNode[]}
+ */
+export function parseMarkdown(text) {
+  if (typeof text !== "string" || !text) return [];
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").map(expandTabs);
+  return parseBlocks(lines, 0);
+}
+
+const VOID_TAGS = new Set(["br", "hr"]);
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+/**
+ * Serialise a markdown tree to escaped HTML text (for tests and debugging; the widget never uses
+ * it: `appendMarkdown` builds DOM nodes).
+ * @param {MdNode[]} nodes
+ * @returns {string}
+ */
+export function treeToHtml(nodes) {
+  return nodes
+    .map((n) => {
+      if (typeof n === "string") return escapeHtml(n);
+      const attrs = Object.entries(n.attrs || {})
+        .map(([k, v]) => ` ${k}="${escapeHtml(v)}"`)
+        .join("");
+      if (VOID_TAGS.has(n.tag)) return `<${n.tag}${attrs}>`;
+      return `<${n.tag}${attrs}>${treeToHtml(n.children || [])}</${n.tag}>`;
+    })
+    .join("");
+}
+
+/* ============================================================================================
+ * Markdown tree -> DOM (the thin, allow-listed layer)
+ * ========================================================================================== */
+
+const ALLOWED_TAGS = new Set([
+  "p", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li",
+  "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "a",
+]);
+
+/**
+ * Append a markdown tree to `parent` as DOM nodes. Text becomes text nodes; only allow-listed
+ * tags and attributes are created, and every href is checked again with `safeHref`.
+ * @param {Element} parent
+ * @param {MdNode[]} nodes
+ */
+export function appendMarkdown(parent, nodes) {
+  const doc = parent.ownerDocument;
+  for (const n of nodes) {
+    if (typeof n === "string") {
+      parent.appendChild(doc.createTextNode(n));
+      continue;
+    }
+    if (!n || typeof n !== "object") continue;
+    const children = Array.isArray(n.children) ? n.children : [];
+    const attrs = n.attrs || {};
+    if (!ALLOWED_TAGS.has(n.tag)) {
+      appendMarkdown(parent, children);
+      continue;
+    }
+    let href = null;
+    if (n.tag === "a") {
+      href = safeHref(attrs.href);
+      if (!href) {
+        appendMarkdown(parent, children);
+        continue;
+      }
+    }
+    const el = doc.createElement(n.tag);
+    if (href) {
+      el.setAttribute("href", href);
+      el.setAttribute("rel", "noopener noreferrer");
+      el.setAttribute("target", "_blank");
+      if (typeof attrs.title === "string" && attrs.title) el.setAttribute("title", attrs.title);
+    }
+    if (n.tag === "ol" && /^\d{1,9}$/.test(String(attrs.start || ""))) el.setAttribute("start", attrs.start);
+    if (n.tag === "code" && /^language-[A-Za-z0-9_+-]{1,32}$/.test(String(attrs.class || ""))) {
+      el.className = attrs.class;
+    }
+    if ((n.tag === "th" || n.tag === "td") && ["left", "center", "right"].includes(attrs.align)) {
+      el.style.textAlign = attrs.align;
+    }
+    appendMarkdown(el, children);
+    parent.appendChild(el);
+  }
+}
+
+/* ============================================================================================
+ * Pure formatting helpers
+ * ========================================================================================== */
+
+/**
+ * JSON on one line, cut to `max` characters with an ellipsis.
+ * @param {unknown} value
+ * @param {number} [max]
+ */
+export function compactJson(value, max = 120) {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = String(value);
+  }
+  if (text === undefined) text = String(value);
+  return text.length > max ? `${text.slice(0, Math.max(1, max - 1))}\u2026` : text;
+}
+
+/** Pretty JSON (2-space indent), cut at `max` characters. */
+export function prettyJson(value, max = 20000) {
+  let text;
+  try {
+    text = JSON.stringify(value, null, 2);
+  } catch {
+    text = String(value);
+  }
+  if (text === undefined) text = String(value);
+  return text.length > max ? `${text.slice(0, max)}\n\u2026 (${text.length - max} more characters)` : text;
+}
+
+/**
+ * The text of a table cell: scalars as they are, nested lists and objects as compact JSON.
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function formatCell(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
+  return compactJson(value, 300);
+}
+
+/** True for the query tool and the "direct" per-manager query tools (`query_part`). */
+export function isQueryTool(name) {
+  return name === "query" || (typeof name === "string" && name.startsWith("query_"));
+}
+
+function argText(value) {
+  if (typeof value === "string") return value.length > 60 ? `${value.slice(0, 59)}\u2026` : value;
+  return compactJson(value, 80);
+}
+
+const LEAD_ARGUMENT = {
+  query: "manager",
+  mutate: "mutation",
+  get_manager_schema: "manager",
+  search_managers: "query",
+};
+
+/**
+ * A one-line summary of a tool call's arguments, e.g. `Part · filters {"name__icontains":"bolt"}`.
+ * The tool's main argument comes first without its key; `fields` (long, in the card's body) is left out.
+ * @param {string} name
+ * @param {unknown} args
+ * @param {number} [max]
+ */
+export function summarizeArgs(name, args, max = 160) {
+  if (args === null || args === undefined) return "";
+  if (typeof args !== "object" || Array.isArray(args)) return compactJson(args, max);
+  const parts = [];
+  const rest = { ...args };
+  if (name === "find_path" && "from_manager" in rest && "to_manager" in rest) {
+    parts.push(`${argText(rest.from_manager)} \u2192 ${argText(rest.to_manager)}`);
+    delete rest.from_manager;
+    delete rest.to_manager;
+  }
+  const lead = LEAD_ARGUMENT[name] || (isQueryTool(name) ? "manager" : null);
+  if (lead && lead in rest) {
+    parts.push(name === "search_managers" ? JSON.stringify(String(rest[lead])) : argText(rest[lead]));
+    delete rest[lead];
+  }
+  if (isQueryTool(name)) delete rest.fields;
+  for (const [key, value] of Object.entries(rest)) parts.push(`${key} ${argText(value)}`);
+  const text = parts.join(" \u00b7 ");
+  return text.length > max ? `${text.slice(0, max - 1)}\u2026` : text;
+}
+
+/** `340 ms`, `2.4 s`, `1 min 5 s`. */
+export function formatDuration(ms) {
+  if (!Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+/**
+ * The status of a tool result: `ok`, or `error` with the error's code and message.
+ * @returns {{status: "ok" | "error", code?: string, message?: string}}
+ */
+export function toolOutcome(result) {
+  if (result && typeof result === "object" && result.status === "error") {
+    return { status: "error", code: String(result.code || "error"), message: String(result.message || "") };
+  }
+  return { status: "ok" };
+}
+
+/** A short summary of a query result: `12 of 120 rows · more available`. */
+export function querySummary(result) {
+  if (!result || typeof result !== "object" || !Array.isArray(result.data)) return "";
+  const total = Number.isFinite(result.total_count) ? result.total_count : result.data.length;
+  const complete = result.complete === true || (result.complete === undefined && !result.has_more);
+  return `${result.data.length} of ${total} rows \u00b7 ${complete ? "complete" : "more available"}`;
+}
+
+/** `1200 in · 85 out tokens`, or "" without usage. */
+export function usageText(usage) {
+  if (!usage || typeof usage !== "object") return "";
+  const input = Number(usage.input_tokens) || 0;
+  const output = Number(usage.output_tokens) || 0;
+  return `${input} in \u00b7 ${output} out tokens`;
+}
+
+/** The text of an error: `message (code)`, plus `retry in N s` for rate limits. */
+export function errorText(error) {
+  if (!error || typeof error !== "object") return "";
+  const message = String(error.message || "Chat request failed.");
+  const code = error.code ? ` (${error.code})` : "";
+  const retry =
+    error.code === "rate_limited" && Number.isFinite(Number(error.retry_after_seconds)) && error.retry_after_seconds !== null
+      ? ` \u2014 retry in ${Math.ceil(Number(error.retry_after_seconds))} s`
+      : "";
+  return `${message}${code}${retry}`;
+}
+
+/** Compare two cell values for sorting: empty last, numbers numerically, text naturally. */
+export function compareCells(a, b) {
+  const emptyA = a === null || a === undefined || a === "";
+  const emptyB = b === null || b === undefined || b === "";
+  if (emptyA || emptyB) return emptyA === emptyB ? 0 : emptyA ? 1 : -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  return formatCell(a).localeCompare(formatCell(b), undefined, { numeric: true, sensitivity: "base" });
+}
+
+/** The value of `column` (its index in `columns`) in a row given as a list or an object. */
+export function cellValue(row, columns, index) {
+  if (Array.isArray(row)) return row[index];
+  if (row && typeof row === "object") return row[columns[index]];
+  return undefined;
+}
+
+/**
+ * A sorted copy of `rows`; empty values stay last in both directions.
+ * @param {Array} rows
+ * @param {string[]} columns
+ * @param {{column: string, descending: boolean}} sort
+ */
+export function sortRows(rows, columns, sort) {
+  const index = columns.indexOf(sort.column);
+  if (index < 0) return rows.slice();
+  const isEmpty = (v) => v === null || v === undefined || v === "";
+  return rows
+    .map((row, position) => ({ row, position, value: cellValue(row, columns, index) }))
+    .sort((x, y) => {
+      if (isEmpty(x.value) || isEmpty(y.value)) return compareCells(x.value, y.value) || x.position - y.position;
+      const order = compareCells(x.value, y.value);
+      return (sort.descending ? -order : order) || x.position - y.position;
+    })
+    .map((item) => item.row);
+}
+
+/** A display name for the snapshot's `project` / `provider` (a string or an object). */
+export function displayName(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  if (typeof value === "object") {
+    for (const key of ["name", "label", "spec", "id", "model"]) {
+      if (typeof value[key] === "string" && value[key]) return value[key];
+    }
+    return compactJson(value, 60);
+  }
+  return String(value);
+}
+
+function formatTimestamp(value) {
+  if (value === null || value === undefined || value === "") return "";
+  let date;
+  if (typeof value === "number") date = new Date(value < 1e12 ? value * 1000 : value);
+  else date = new Date(String(value));
+  if (Number.isNaN(date.getTime())) return String(value);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+/** The label of a conversation in the picker: `title · 4 messages · 2025-01-02 10:30`. */
+export function conversationLabel(item) {
+  const title = String(item.title || "").trim() || "Untitled conversation";
+  const parts = [title.length > 60 ? `${title.slice(0, 59)}\u2026` : title];
+  if (Number.isFinite(item.messages)) parts.push(`${item.messages} message${item.messages === 1 ? "" : "s"}`);
+  const when = formatTimestamp(item.updated_at);
+  if (when) parts.push(when);
+  return parts.join(" \u00b7 ");
+}
+
+/** JSON text (a string holding JSON) as a value; anything else unchanged. */
+function maybeJson(value) {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+/* ============================================================================================
+ * DOM helpers
+ * ========================================================================================== */
+
+/**
+ * Create an element. Text goes through `textContent`/text nodes only.
+ * @param {string} tag
+ * @param {{cls?: string, testid?: string, text?: unknown, attrs?: Object, on?: Object}} [opts]
+ * @param {Array<Node|string|null>} [children]
+ */
+function h(tag, opts = {}, children = []) {
+  const el = document.createElement(tag);
+  if (opts.cls) el.className = opts.cls;
+  if (opts.testid) el.setAttribute("data-testid", opts.testid);
+  if (opts.text !== undefined && opts.text !== null) el.textContent = String(opts.text);
+  for (const [key, value] of Object.entries(opts.attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const [event, handler] of Object.entries(opts.on || {})) el.addEventListener(event, handler);
+  for (const child of children) if (child !== null && child !== undefined) el.append(child);
+  return el;
+}
+
+/** A `<button type="button">` with a visible label and an optional accessible name. */
+function button(label, { testid, aria, cls, title, onClick, disabled } = {}) {
+  return h("button", {
+    cls: cls ? `gmchat-btn ${cls}` : "gmchat-btn",
+    testid,
+    text: label,
+    attrs: { type: "button", "aria-label": aria, title, disabled: Boolean(disabled) },
+    on: onClick ? { click: onClick } : {},
+  });
+}
+
+/* ============================================================================================
+ * Result tables
+ * ========================================================================================== */
+
+/** A query's result table: first page, sortable headers, pager and "→ DataFrame". */
+class TableView {
+  /**
+   * @param {ChatView} chat
+   * @param {{key: string, call_id: string, manager: string, columns: string[], rows: Array,
+   *   total_rows: number, total_count: number, complete: boolean, page_size: number}} table
+   */
+  constructor(chat, table) {
+    this.chat = chat;
+    this.key = String(table.key);
+    this.columns = Array.isArray(table.columns) ? table.columns.map(String) : [];
+    this.rows = Array.isArray(table.rows) ? table.rows : [];
+    this.pageSize = Number(table.page_size) > 0 ? Number(table.page_size) : Math.max(this.rows.length, 25);
+    this.total = Number.isFinite(table.total_rows) ? table.total_rows : this.rows.length;
+    this.totalCount = Number.isFinite(table.total_count) ? table.total_count : this.total;
+    this.complete = table.complete !== false;
+    this.offset = 0;
+    this.sort = null;
+    this.pending = null;
+    this.columns = this.columns.length ? this.columns : this.inferColumns();
+    this.build(table);
+    this.renderRows();
+  }
+
+  inferColumns() {
+    const first = this.rows[0];
+    return first && typeof first === "object" && !Array.isArray(first) ? Object.keys(first) : [];
+  }
+
+  build(table) {
+    const status = `${this.total} of ${this.totalCount} rows \u00b7 ${this.complete ? "complete" : "more available"}`;
+    this.head = h("tr");
+    this.body = h("tbody");
+    this.prev = button("Prev", { aria: "Previous page", onClick: () => this.goTo(this.offset - this.pageSize) });
+    this.next = button("Next", { aria: "Next page", onClick: () => this.goTo(this.offset + this.pageSize) });
+    this.range = h("span", { cls: "gmchat-range" });
+    this.nameInput = h("input", {
+      cls: "gmchat-frame-name",
+      testid: "gmchat-frame-name",
+      attrs: { type: "text", placeholder: "variable name (optional)", "aria-label": "Variable name for the DataFrame", spellcheck: "false" },
+      on: { keydown: (e) => e.key === "Enter" && (e.preventDefault(), this.toFrame()) },
+    });
+    this.frameButton = button("\u2192 DataFrame", {
+      testid: "gmchat-to-frame",
+      aria: "Bind this result to a DataFrame variable",
+      onClick: () => this.toFrame(),
+    });
+    this.bound = h("span", { cls: "gmchat-frame-bound", testid: "gmchat-frame-bound", attrs: { role: "status" } });
+    this.el = h("div", { cls: "gmchat-table", testid: "gmchat-table", attrs: { "data-table": this.key } }, [
+      h("div", { cls: "gmchat-table-status" }, [
+        table.manager ? h("strong", { text: String(table.manager) }) : null,
+        table.manager ? " \u00b7 " : null,
+        status,
+      ]),
+      h("div", { cls: "gmchat-table-scroll" }, [h("table", { cls: "gmchat-grid" }, [h("thead", {}, [this.head]), this.body])]),
+      h("div", { cls: "gmchat-table-bar" }, [
+        h("div", { cls: "gmchat-pager", testid: "gmchat-table-page", attrs: { role: "group", "aria-label": "Pages" } }, [
+          this.prev,
+          this.range,
+          this.next,
+        ]),
+        h("div", { cls: "gmchat-frame" }, [this.nameInput, this.frameButton, this.bound]),
+      ]),
+    ]);
+  }
+
+  renderHead() {
+    this.head.replaceChildren(
+      ...this.columns.map((column) => {
+        const active = this.sort && this.sort.column === column;
+        const arrow = active ? (this.sort.descending ? " \u25bc" : " \u25b2") : "";
+        const sortState = active ? (this.sort.descending ? "descending" : "ascending") : "none";
+        return h("th", { attrs: { scope: "col", "aria-sort": sortState } }, [
+          button(`${column}${arrow}`, {
+            cls: "gmchat-sort",
+            aria: `Sort by ${column}`,
+            onClick: () => this.sortBy(column),
+          }),
+        ]);
+      }),
+    );
+  }
+
+  renderRows() {
+    this.renderHead();
+    const rows = this.rows.map((row) =>
+      h(
+        "tr",
+        {},
+        this.columns.map((_, index) => {
+          const value = cellValue(row, this.columns, index);
+          const text = formatCell(value);
+          const cls = value === null || value === undefined ? "gmchat-null" : typeof value === "number" ? "gmchat-num" : "";
+          const shown = text.length > 200 ? `${text.slice(0, 199)}\u2026` : text;
+          return h("td", { cls, text: shown, attrs: { title: text.length > 40 ? text : null } });
+        }),
+      ),
+    );
+    this.body.replaceChildren(...rows);
+    const first = this.rows.length ? this.offset + 1 : 0;
+    this.range.textContent = `${first}\u2013${this.offset + this.rows.length} of ${this.total}`;
+    this.prev.disabled = this.offset <= 0 || Boolean(this.pending);
+    this.next.disabled = this.offset + this.pageSize >= this.total || Boolean(this.pending);
+  }
+
+  /** All rows are on the page: sort locally; otherwise ask the kernel for a sorted first page. */
+  sortBy(column) {
+    const descending = Boolean(this.sort && this.sort.column === column && !this.sort.descending);
+    this.sort = { column, descending };
+    if (this.offset === 0 && this.rows.length >= this.total) {
+      this.rows = sortRows(this.rows, this.columns, this.sort);
+      this.renderRows();
+    } else this.request(0);
+  }
+
+  goTo(offset) {
+    if (offset < 0 || offset >= this.total) return;
+    this.request(offset);
+  }
+
+  request(offset) {
+    const msg = { type: "table_page", table: this.key, offset, limit: this.pageSize };
+    if (this.sort) msg.sort = { column: this.sort.column, descending: this.sort.descending };
+    this.pending = { offset };
+    this.el.setAttribute("aria-busy", "true");
+    this.renderHead();
+    this.prev.disabled = true;
+    this.next.disabled = true;
+    this.chat.send(msg);
+  }
+
+  /** A `table_page` answer; pages this view did not ask for are ignored. */
+  onPage(msg) {
+    if (!this.pending) return;
+    this.pending = null;
+    this.el.removeAttribute("aria-busy");
+    this.offset = Number.isFinite(msg.offset) ? msg.offset : 0;
+    this.rows = Array.isArray(msg.rows) ? msg.rows : [];
+    if (Number.isFinite(msg.total)) this.total = msg.total;
+    this.renderRows();
+  }
+
+  toFrame() {
+    const name = this.nameInput.value.trim();
+    if (name && !/^[\p{L}_][\p{L}\p{N}_]*$/u.test(name)) {
+      this.bound.textContent = "not a valid Python name";
+      this.bound.classList.add("gmchat-bad");
+      return;
+    }
+    const msg = { type: "to_frame", table: this.key };
+    if (name) msg.name = name;
+    this.frameButton.disabled = true;
+    this.bound.classList.remove("gmchat-bad");
+    this.bound.textContent = "binding\u2026";
+    this.chat.send(msg);
+  }
+
+  /** A `frame_bound` answer: "bound to `name` (rows × columns)". */
+  onFrameBound(msg) {
+    this.frameButton.disabled = false;
+    this.bound.classList.remove("gmchat-bad");
+    const shape = Array.isArray(msg.shape) ? msg.shape : [];
+    this.bound.replaceChildren(
+      "bound to ",
+      h("code", { text: String(msg.name || "") }),
+      shape.length === 2 ? ` (${shape[0]} \u00d7 ${shape[1]})` : "",
+    );
+  }
+
+  /** The kernel refused something: leave no control stuck in its waiting state. */
+  unblock() {
+    if (this.frameButton.disabled) {
+      this.frameButton.disabled = false;
+      if (this.bound.textContent === "binding\u2026") this.bound.textContent = "";
+    }
+    if (this.pending) {
+      this.pending = null;
+      this.el.removeAttribute("aria-busy");
+      this.renderRows();
+    }
+  }
+}
+
+/* ============================================================================================
+ * Turn parts: tool cards, confirmation boxes, evidence
+ * ========================================================================================== */
+
+/** One tool step as a compact `<details>` card. */
+class ToolCard {
+  /**
+   * @param {{id: string, name: string, args: unknown}} call
+   * @param {boolean} live the call arrived now (so a duration can be measured)
+   */
+  constructor(call, live) {
+    this.id = String(call.id);
+    this.name = String(call.name || "tool");
+    this.startedAt = live ? performance.now() : null;
+    this.status = "running";
+    this.statusEl = h("span", { cls: "gmchat-tool-status", text: "running" });
+    this.durationEl = h("span", { cls: "gmchat-tool-duration" });
+    this.resultEl = h("div", { cls: "gmchat-tool-result" });
+    this.tableSlot = h("div", { cls: "gmchat-tool-table" });
+    const summary = summarizeArgs(this.name, call.args);
+    this.el = h(
+      "details",
+      { cls: "gmchat-tool", testid: "gmchat-tool", attrs: { "data-tool": this.name, "data-status": "running" } },
+      [
+        h("summary", {}, [
+          h("span", { cls: "gmchat-tool-name", text: this.name }),
+          h("span", { cls: "gmchat-tool-args", text: summary, attrs: { title: summary } }),
+          this.statusEl,
+          this.durationEl,
+        ]),
+        h("div", { cls: "gmchat-tool-body" }, [
+          h("div", { cls: "gmchat-label", text: "Arguments" }),
+          h("pre", { cls: "gmchat-json", text: prettyJson(call.args ?? {}) }),
+          this.resultEl,
+          this.tableSlot,
+        ]),
+      ],
+    );
+  }
+
+  setStatus(status, text) {
+    this.status = status;
+    this.el.setAttribute("data-status", status);
+    this.statusEl.textContent = text || status;
+    this.statusEl.className = `gmchat-tool-status gmchat-status-${status}`;
+  }
+
+  /** The tool's result arrived. */
+  finish(event, live) {
+    if (live && this.startedAt !== null) this.durationEl.textContent = formatDuration(performance.now() - this.startedAt);
+    const outcome = toolOutcome(event.result);
+    const parts = [];
+    if (outcome.status === "error") {
+      this.setStatus("error", `error \u00b7 ${outcome.code}`);
+      parts.push(h("div", { cls: "gmchat-tool-error", attrs: { role: "note" } }, [h("code", { text: outcome.code }), ` ${outcome.message}`]));
+    } else if (isQueryTool(this.name)) {
+      const summary = querySummary(event.result);
+      this.setStatus("ok", summary ? `ok \u00b7 ${summary}` : "ok");
+      const notes = event.result && Array.isArray(event.result.notes) ? event.result.notes : [];
+      if (notes.length) parts.push(h("ul", { cls: "gmchat-notes" }, notes.map((note) => h("li", { text: formatCell(note) }))));
+    } else {
+      this.setStatus("ok", "ok");
+      parts.push(h("div", { cls: "gmchat-label", text: "Result" }), h("pre", { cls: "gmchat-json", text: prettyJson(event.result, 6000) }));
+    }
+    this.resultEl.replaceChildren(...parts);
+  }
+
+  /** The turn ended while the tool was still running (stopped or failed). */
+  abandon() {
+    if (this.status === "running") this.setStatus("stopped", "stopped");
+  }
+
+  attachTable(view) {
+    this.tableSlot.replaceChildren(view.el);
+  }
+}
+
+/** A pending mutation: its input, a countdown and Confirm / Reject (each view sends at most once). */
+class ConfirmBox {
+  /**
+   * @param {ChatView} chat
+   * @param {{id: string, mutation: string, input: Object, expires_in_seconds?: number}} event
+   */
+  constructor(chat, event) {
+    this.chat = chat;
+    this.id = String(event.id);
+    this.closed = false;
+    const seconds = Number(event.expires_in_seconds);
+    this.deadline = Number.isFinite(seconds) && seconds > 0 ? Date.now() + seconds * 1000 : null;
+    this.countdown = h("span", { cls: "gmchat-countdown", attrs: { "aria-live": "off" } });
+    this.outcome = h("span", { cls: "gmchat-confirm-outcome", attrs: { role: "status" } });
+    this.confirmButton = button("Confirm", {
+      cls: "gmchat-primary",
+      testid: "gmchat-confirm",
+      aria: `Confirm ${event.mutation}`,
+      onClick: () => this.decide(true),
+    });
+    this.rejectButton = button("Reject", {
+      cls: "gmchat-danger",
+      testid: "gmchat-reject",
+      aria: `Reject ${event.mutation}`,
+      onClick: () => this.decide(false),
+    });
+    const input = event.input && typeof event.input === "object" ? event.input : {};
+    const rows = Object.entries(input).map(([key, value]) =>
+      h("tr", {}, [h("th", { text: key, attrs: { scope: "row" } }), h("td", { text: formatCell(value) })]),
+    );
+    this.el = h(
+      "div",
+      {
+        cls: "gmchat-confirm-box",
+        testid: "gmchat-confirm-box",
+        attrs: { role: "group", "aria-label": `Confirm mutation ${event.mutation}`, "data-call-id": this.id },
+      },
+      [
+        h("div", { cls: "gmchat-confirm-title" }, ["Confirm mutation ", h("code", { text: String(event.mutation || "") })]),
+        rows.length ? h("table", { cls: "gmchat-kv" }, [h("tbody", {}, rows)]) : h("div", { cls: "gmchat-muted", text: "(no input)" }),
+        h("div", { cls: "gmchat-confirm-actions" }, [this.confirmButton, this.rejectButton, this.countdown, this.outcome]),
+      ],
+    );
+    this.tick(Date.now());
+  }
+
+  decide(ok) {
+    if (this.closed) return;
+    this.chat.send({ type: "confirm", call_id: this.id, ok: Boolean(ok) });
+    this.close(ok ? "confirmed \u2014 running\u2026" : "rejected");
+  }
+
+  /** Update the countdown; close when time is up. @returns {boolean} still counting */
+  tick(now) {
+    if (this.closed) return false;
+    if (this.deadline === null) {
+      this.countdown.textContent = "";
+      return false;
+    }
+    const left = Math.max(0, Math.ceil((this.deadline - now) / 1000));
+    this.countdown.textContent = `expires in ${left} s`;
+    if (left <= 0) {
+      this.close("expired");
+      return false;
+    }
+    return true;
+  }
+
+  /** Disable both buttons for good. */
+  close(reason) {
+    if (this.closed) {
+      if (reason && !this.outcome.textContent) this.outcome.textContent = reason;
+      return;
+    }
+    this.closed = true;
+    this.confirmButton.disabled = true;
+    this.rejectButton.disabled = true;
+    this.countdown.textContent = "";
+    this.el.classList.add("gmchat-closed");
+    if (reason) this.outcome.textContent = reason;
+  }
+
+  /** The mutation's tool result arrived. */
+  resolved(result) {
+    const outcome = toolOutcome(result);
+    const text = outcome.status === "error" ? `not applied \u00b7 ${outcome.code}` : "applied";
+    if (this.closed) this.outcome.textContent = text;
+    else this.close(text);
+  }
+}
+
+/** The evidence of a finished turn: one row per query, with its GraphQL and "Copy as code". */
+class EvidencePanel {
+  /**
+   * @param {ChatView} chat
+   * @param {Array<{manager, filters, rows, total_count, complete, document, variables, code}>} rows
+   */
+  constructor(chat, rows) {
+    this.chat = chat;
+    this.count = rows.length;
+    const columns = ["Manager", "Filters", "Rows", "Total", "Complete", ""];
+    const body = h("tbody");
+    for (const row of rows) this.addRow(body, row, columns.length);
+    this.el = h("details", { cls: "gmchat-evidence", testid: "gmchat-evidence" }, [
+      h("summary", { text: `Evidence \u00b7 ${rows.length} ${rows.length === 1 ? "query" : "queries"}` }),
+      h("div", { cls: "gmchat-table-scroll" }, [
+        h("table", { cls: "gmchat-grid" }, [
+          h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { text: c, attrs: { scope: "col" } })))]),
+          body,
+        ]),
+      ]),
+    ]);
+  }
+
+  addRow(body, row, span) {
+    const filters = maybeJson(row.filters);
+    const filterText = filters === null || filters === undefined || filters === "" ? "\u2014" : formatCell(filters);
+    const graphql = h("pre", { cls: "gmchat-graphql", testid: "gmchat-graphql", text: graphqlText(row) });
+    const detail = h("tr", { cls: "gmchat-graphql-row", attrs: { hidden: true } }, [h("td", { attrs: { colspan: span } }, [graphql])]);
+    const toggle = button("Show GraphQL", { cls: "gmchat-link-btn", aria: "Show the GraphQL of this query" });
+    toggle.setAttribute("aria-expanded", "false");
+    toggle.setAttribute("data-testid", "gmchat-graphql-toggle");
+    toggle.addEventListener("click", () => {
+      const open = detail.hidden;
+      detail.hidden = !open;
+      toggle.setAttribute("aria-expanded", String(open));
+      toggle.textContent = open ? "Hide GraphQL" : "Show GraphQL";
+    });
+    const copied = h("span", { cls: "gmchat-copied", attrs: { role: "status" } });
+    const copy = button("Copy as code", { cls: "gmchat-link-btn", testid: "gmchat-copy", aria: "Copy this query as Python code" });
+    const actions = h("td", { cls: "gmchat-actions" }, [toggle, copy, copied]);
+    copy.addEventListener("click", () => this.chat.copyText(String(row.code || ""), copied, actions));
+    body.append(
+      h("tr", {}, [
+        h("td", { text: formatCell(row.manager) }),
+        h("td", { cls: "gmchat-mono", text: filterText, attrs: { title: filterText } }),
+        h("td", { cls: "gmchat-num", text: formatCell(row.rows) }),
+        h("td", { cls: "gmchat-num", text: formatCell(row.total_count) }),
+        h("td", { text: row.complete === true ? "yes" : row.complete === false ? "no" : "\u2014" }),
+        actions,
+      ]),
+      detail,
+    );
+  }
+}
+
+/** The GraphQL document and its variables, as shown by "Show GraphQL". */
+function graphqlText(row) {
+  const variables = maybeJson(row.variables);
+  const doc = String(row.document || "").trim();
+  const vars = variables === undefined || variables === null || variables === "" ? "" : prettyJson(variables, 8000);
+  return vars ? `${doc}\n\n# variables\n${vars}` : doc;
+}
+
+/* ============================================================================================
+ * A turn
+ * ========================================================================================== */
+
+/** One question and everything that answers it. */
+class TurnView {
+  /**
+   * @param {ChatView} chat
+   * @param {{index: number, question: string}} record
+   * @param {boolean} placeholder created from an `events` message before its record was seen
+   */
+  constructor(chat, record, placeholder = false) {
+    this.chat = chat;
+    this.index = Number(record.index);
+    this.question = String(record.question || "");
+    this.placeholder = placeholder;
+    this.answerText = "";
+    this.lastSequence = -Infinity;
+    this.eventCount = 0;
+    this.running = true;
+    this.finished = false;
+    this.tools = new Map();
+    this.confirms = new Map();
+    this.pendingTables = new Map(); // call_id -> table, before its card exists
+    this.tables = new Map(); // key -> TableView
+    this.errorShown = false;
+    this.evidence = null;
+    this.questionEl = h("div", { cls: "gmchat-question", testid: "gmchat-question", text: this.question });
+    this.steps = h("div", { cls: "gmchat-steps" });
+    this.answer = h("div", { cls: "gmchat-answer gmchat-md gmchat-streaming", testid: "gmchat-answer" });
+    this.working = h("div", { cls: "gmchat-working", text: "Working\u2026", attrs: { "aria-hidden": "true" } });
+    this.errors = h("div", { cls: "gmchat-turn-errors" });
+    this.evidenceSlot = h("div", { cls: "gmchat-evidence-slot" });
+    this.usage = h("span", { cls: "gmchat-usage", testid: "gmchat-usage" });
+    this.el = h(
+      "section",
+      { cls: "gmchat-turn gmchat-running", testid: "gmchat-turn", attrs: { "data-index": this.index, "aria-label": `Turn ${this.index + 1}` } },
+      [
+        this.questionEl,
+        h("div", { cls: "gmchat-reply" }, [
+          this.steps,
+          this.answer,
+          this.working,
+          this.errors,
+          this.evidenceSlot,
+          h("div", { cls: "gmchat-turn-footer" }, [this.usage]),
+        ]),
+      ],
+    );
+  }
+
+  /** Bring the view up to a Turn record (snapshot, turn_start or turn_end). */
+  sync(record, live) {
+    if (this.placeholder && record.question) {
+      this.question = String(record.question);
+      this.questionEl.textContent = this.question;
+      this.placeholder = false;
+    }
+    const events = Array.isArray(record.events) ? record.events : [];
+    const sequenced = events.some((e) => e && typeof e.sequence === "number");
+    this.applyEvents(sequenced ? events : events.slice(this.eventCount), live);
+    for (const table of Array.isArray(record.tables) ? record.tables : []) this.addTable(table);
+    if (record.running === false) this.finish(record);
+  }
+
+  applyEvents(events, live) {
+    for (const event of events) {
+      if (!event || typeof event !== "object") continue;
+      if (typeof event.sequence === "number") {
+        if (event.sequence <= this.lastSequence) continue;
+        this.lastSequence = event.sequence;
+      }
+      this.eventCount++;
+      this.applyEvent(event, live);
+    }
+  }
+
+  applyEvent(event, live) {
+    switch (event.type) {
+      case "text_chunk":
+        this.answerText += String(event.content ?? "");
+        this.chat.markDirty(this);
+        break;
+      case "tool_call":
+        this.toolCard(event, live);
+        break;
+      case "tool_result": {
+        const card = this.tools.get(String(event.id)) || this.toolCard({ id: event.id, name: event.name, args: {} }, false);
+        card.finish(event, live);
+        const box = this.confirms.get(String(event.id));
+        if (box) box.resolved(event.result);
+        break;
+      }
+      case "confirm_mutation":
+        this.confirmBox(event);
+        break;
+      case "done":
+        this.setUsage(event.usage);
+        break;
+      case "error":
+        this.showError(event);
+        break;
+      default:
+        break;
+    }
+  }
+
+  toolCard(call, live) {
+    const id = String(call.id);
+    const existing = this.tools.get(id);
+    if (existing) return existing;
+    const card = new ToolCard(call, live);
+    this.tools.set(id, card);
+    this.steps.append(card.el);
+    const table = this.pendingTables.get(id);
+    if (table) {
+      this.pendingTables.delete(id);
+      this.addTable(table);
+    }
+    return card;
+  }
+
+  confirmBox(event) {
+    const id = String(event.id);
+    if (this.confirms.has(id)) return;
+    const box = new ConfirmBox(this.chat, event);
+    this.confirms.set(id, box);
+    this.steps.append(box.el);
+    if (!this.running) box.close("closed");
+    else this.chat.startCountdown(box);
+  }
+
+  /** A `table` message (or a record's table): attach it to its query card by call_id. */
+  addTable(table) {
+    if (!table || typeof table !== "object" || table.key === undefined) return;
+    const key = String(table.key);
+    if (this.tables.has(key)) return;
+    const card = this.tools.get(String(table.call_id));
+    if (!card && !this.finished) {
+      this.pendingTables.set(String(table.call_id), table);
+      return;
+    }
+    const view = new TableView(this.chat, table);
+    this.tables.set(key, view);
+    this.chat.tables.set(key, view);
+    if (card) card.attachTable(view);
+    else this.steps.append(view.el);
+  }
+
+  showError(error) {
+    if (this.errorShown) return;
+    this.errorShown = true;
+    this.el.classList.add("gmchat-failed");
+    this.errors.append(h("div", { cls: "gmchat-error", testid: "gmchat-error", text: errorText(error), attrs: { role: "alert", "data-code": error.code || "" } }));
+  }
+
+  setUsage(usage) {
+    this.usage.textContent = usageText(usage);
+  }
+
+  /** The turn ended: final answer, usage, error and evidence from the record. */
+  finish(record) {
+    this.running = false;
+    this.finished = true;
+    this.el.classList.remove("gmchat-running");
+    this.answer.classList.remove("gmchat-streaming");
+    this.working.remove();
+    if (typeof record.answer === "string" && (record.answer || !this.answerText)) {
+      if (record.answer !== this.answerText) {
+        this.answerText = record.answer;
+        this.chat.markDirty(this);
+      }
+    }
+    if (record.usage && typeof record.usage === "object" && !this.usage.textContent) this.setUsage(record.usage);
+    if (record.error && typeof record.error === "object") this.showError(record.error);
+    for (const card of this.tools.values()) card.abandon();
+    for (const box of this.confirms.values()) box.close("closed");
+    for (const table of this.pendingTables.values()) this.addTable(table);
+    this.pendingTables.clear();
+    const evidence = Array.isArray(record.evidence) ? record.evidence : [];
+    if (evidence.length && (!this.evidence || this.evidence.count !== evidence.length)) {
+      this.evidence = new EvidencePanel(this.chat, evidence);
+      this.evidenceSlot.replaceChildren(this.evidence.el);
+    }
+  }
+
+  /** Re-render the answer's markdown (called once per incoming message, not per chunk). */
+  renderAnswer() {
+    const fragment = this.answer.ownerDocument.createDocumentFragment();
+    appendMarkdown(fragment, parseMarkdown(this.answerText));
+    this.answer.replaceChildren(fragment);
+  }
+
+  dispose() {
+    for (const box of this.confirms.values()) this.chat.stopCountdown(box);
+    for (const key of this.tables.keys()) this.chat.tables.delete(key);
+    this.el.remove();
+  }
+}
+
+/* ============================================================================================
+ * The view
+ * ========================================================================================== */
+
+const PIN_SLACK_PX = 32;
+
+/** One rendered view of the chat widget. */
+class ChatView {
+  /**
+   * @param {object} model the anywidget model proxy
+   * @param {HTMLElement} el the view's element
+   */
+  constructor(model, el) {
+    this.model = model;
+    this.host = el;
+    this.turns = new Map(); // index -> TurnView
+    this.tables = new Map(); // table key -> TableView
+    this.dirty = new Set();
+    this.countdowns = new Set();
+    this.timers = new Set();
+    this.ticker = null;
+    this.ready = false;
+    this.busy = false;
+    this.pinned = true;
+    this.conversationId = null;
+    this.pendingAsk = null;
+    this.lastListRequest = 0;
+    this.disposed = false;
+    this.build();
+    this.onMessage = (msg) => this.receive(msg);
+    model.on("msg:custom", this.onMessage);
+    this.send({ type: "hello" });
+  }
+
+  /* ---------- layout ---------- */
+
+  build() {
+    this.projectEl = h("span", { cls: "gmchat-project", testid: "gmchat-project" });
+    this.providerEl = h("span", { cls: "gmchat-provider", testid: "gmchat-provider", attrs: { title: "Provider" } });
+    this.picker = h("select", {
+      cls: "gmchat-conversations",
+      testid: "gmchat-conversations",
+      attrs: { "aria-label": "Conversations" },
+      on: {
+        change: () => this.openConversation(this.picker.value),
+        focus: () => this.requestConversations(),
+        pointerdown: () => this.requestConversations(),
+      },
+    });
+    this.log = h("div", {
+      cls: "gmchat-log",
+      attrs: { role: "log", "aria-live": "polite", "aria-label": "Chat messages", tabindex: "0" },
+      on: { scroll: () => this.updatePinned() },
+    });
+    this.empty = h("div", { cls: "gmchat-empty", text: "Ask a question about the project's data." });
+    this.log.append(this.empty);
+    this.notice = h("div", { cls: "gmchat-notice" });
+    this.input = h("textarea", {
+      cls: "gmchat-input",
+      testid: "gmchat-input",
+      attrs: {
+        rows: "2",
+        placeholder: "Ask about the data\u2026 (Enter to send, Shift+Enter for a new line)",
+        "aria-label": "Message",
+        spellcheck: "true",
+      },
+      on: { keydown: (e) => this.onKeyDown(e), input: () => this.autoGrow() },
+    });
+    this.sendButton = button("Send", { cls: "gmchat-primary", testid: "gmchat-send", aria: "Send message", onClick: () => this.submit() });
+    this.stopButton = button("Stop", { testid: "gmchat-stop", aria: "Stop the running turn", disabled: true, onClick: () => this.send({ type: "stop" }) });
+    this.root = h(
+      "div",
+      { cls: "gmchat", testid: "gmchat-root", attrs: { "data-lm-suppress-shortcuts": "true", "data-busy": "false" } },
+      [
+        h("div", { cls: "gmchat-header" }, [
+          h("div", { cls: "gmchat-title" }, [h("span", { cls: "gmchat-brand", text: "gmchat" }), this.projectEl, this.providerEl]),
+          h("div", { cls: "gmchat-controls" }, [
+            button("New", { testid: "gmchat-new", aria: "New conversation", onClick: () => this.send({ type: "new_conversation" }) }),
+            this.picker,
+            button("Clear", { testid: "gmchat-clear", aria: "Clear the conversation", onClick: () => this.send({ type: "clear" }) }),
+          ]),
+        ]),
+        this.log,
+        this.notice,
+        h("div", { cls: "gmchat-composer" }, [
+          this.input,
+          h("div", { cls: "gmchat-composer-buttons" }, [this.sendButton, this.stopButton]),
+        ]),
+      ],
+    );
+    this.setConversations([], null);
+    this.host.append(this.root);
+  }
+
+  /* ---------- messages ---------- */
+
+  /** Send a message to the kernel (never throws). */
+  send(msg) {
+    try {
+      this.model.send(msg);
+    } catch (error) {
+      this.showNotice({ message: `Could not reach the kernel: ${error && error.message ? error.message : error}`, code: "send_failed" });
+    }
+  }
+
+  /** Dispatch one kernel message; one bad message must not break the view. */
+  receive(msg) {
+    if (this.disposed || !msg || typeof msg !== "object") return;
+    const wasPinned = this.pinned;
+    try {
+      this.dispatch(msg);
+    } catch (error) {
+      console.error("gmchat: could not apply message", msg && msg.type, error); // eslint-disable-line no-console
+    }
+    this.flush();
+    if (wasPinned) this.scrollToBottom();
+  }
+
+  dispatch(msg) {
+    if (msg.type === "snapshot") return this.applySnapshot(msg);
+    if (msg.type === "conversations") return this.setConversations(msg.items, msg.current);
+    if (msg.type === "error") return this.kernelError(msg);
+    if (msg.type === "frame_bound") return this.tables.get(String(msg.table))?.onFrameBound(msg);
+    if (msg.type === "table_page") return this.tables.get(String(msg.table))?.onPage(msg);
+    if (!this.ready) return; // the snapshot this view asked for will contain it
+    switch (msg.type) {
+      case "turn_start":
+        this.pendingAsk = null;
+        this.clearNotice();
+        this.syncTurn(msg.turn, true);
+        this.setBusy(true);
+        break;
+      case "events": {
+        const turn = this.turnFor(msg.turn);
+        if (turn) turn.applyEvents(Array.isArray(msg.events) ? msg.events : [], true);
+        break;
+      }
+      case "table":
+        this.turnFor(msg.turn)?.addTable(msg.table);
+        break;
+      case "turn_end":
+        if (msg.turn && typeof msg.turn === "object") this.syncTurn({ ...msg.turn, running: false }, true);
+        this.setBusy(false);
+        break;
+      default:
+        break;
+    }
+    return undefined;
+  }
+
+  /** Rebuild from a snapshot, keeping the DOM (and its open cards, pages, inputs) of turns that did not change. */
+  applySnapshot(snapshot) {
+    if (!this.ready) this.pinned = true;
+    this.ready = true;
+    this.projectEl.textContent = displayName(snapshot.project);
+    this.providerEl.textContent = displayName(snapshot.provider);
+    const conversation = snapshot.conversation_id ?? null;
+    if (conversation !== this.conversationId) {
+      for (const turn of this.turns.values()) turn.dispose();
+      this.turns.clear();
+      this.conversationId = conversation;
+    }
+    const records = Array.isArray(snapshot.turns) ? snapshot.turns : [];
+    const seen = new Set();
+    records.forEach((record, position) => {
+      if (!record || typeof record !== "object") return;
+      const index = Number.isFinite(Number(record.index)) ? Number(record.index) : position;
+      seen.add(index);
+      this.syncTurn({ ...record, index }, false);
+    });
+    for (const [index, turn] of [...this.turns]) {
+      if (!seen.has(index)) {
+        turn.dispose();
+        this.turns.delete(index);
+      }
+    }
+    this.setBusy(Boolean(snapshot.busy));
+    const list = snapshot.conversations;
+    if (Array.isArray(list)) this.setConversations(list, conversation);
+    else if (list && typeof list === "object") this.setConversations(list.items, list.current ?? conversation);
+    else this.setConversations([], conversation);
+    this.updateEmpty();
+  }
+
+  /** Create or update the view of a Turn record. */
+  syncTurn(record, live) {
+    if (!record || typeof record !== "object") return null;
+    const index = Number(record.index);
+    if (!Number.isFinite(index)) return null;
+    let turn = this.turns.get(index);
+    if (turn && !turn.placeholder && record.question !== undefined && String(record.question) !== turn.question) {
+      turn.dispose();
+      this.turns.delete(index);
+      turn = null;
+    }
+    if (!turn) {
+      turn = new TurnView(this, { ...record, index });
+      this.turns.set(index, turn);
+      this.insertTurn(turn);
+    }
+    turn.sync(record, live);
+    return turn;
+  }
+
+  /** The turn with `index`; a placeholder when its record has not arrived (it will). */
+  turnFor(index) {
+    const key = Number(index);
+    if (!Number.isFinite(key)) return null;
+    let turn = this.turns.get(key);
+    if (!turn) {
+      turn = new TurnView(this, { index: key, question: "" }, true);
+      this.turns.set(key, turn);
+      this.insertTurn(turn);
+    }
+    return turn;
+  }
+
+  insertTurn(turn) {
+    const after = [...this.turns.values()]
+      .filter((t) => t !== turn && t.index > turn.index && t.el.parentNode === this.log)
+      .sort((a, b) => a.index - b.index)[0];
+    if (after) this.log.insertBefore(turn.el, after.el);
+    else this.log.append(turn.el);
+    this.updateEmpty();
+  }
+
+  updateEmpty() {
+    this.empty.hidden = this.turns.size > 0;
+  }
+
+  markDirty(turn) {
+    this.dirty.add(turn);
+  }
+
+  /** Re-render the answers that changed during the last message. */
+  flush() {
+    for (const turn of this.dirty) turn.renderAnswer();
+    this.dirty.clear();
+  }
+
+  setBusy(busy) {
+    this.busy = busy;
+    this.root.setAttribute("data-busy", String(busy));
+    this.stopButton.disabled = !busy;
+    this.sendButton.disabled = busy;
+  }
+
+  kernelError(msg) {
+    this.showNotice(msg);
+    for (const table of this.tables.values()) table.unblock();
+    if (this.pendingAsk !== null && !this.input.value) {
+      this.input.value = this.pendingAsk; // the question was refused: give it back
+      this.autoGrow();
+    }
+    this.pendingAsk = null;
+  }
+
+  showNotice(error) {
+    const dismiss = button("\u00d7", { cls: "gmchat-dismiss", aria: "Dismiss", onClick: () => this.clearNotice() });
+    this.notice.replaceChildren(
+      h("div", { cls: "gmchat-error", testid: "gmchat-error", attrs: { role: "alert", "data-code": error.code || "" } }, [
+        h("span", { text: errorText(error) }),
+        dismiss,
+      ]),
+    );
+  }
+
+  clearNotice() {
+    this.notice.replaceChildren();
+  }
+
+  /* ---------- conversations ---------- */
+
+  setConversations(items, current) {
+    const list = Array.isArray(items) ? items : [];
+    const currentId = current ?? this.conversationId;
+    const options = list
+      .filter((item) => item && typeof item === "object" && item.id !== undefined)
+      .map((item) => h("option", { text: conversationLabel(item), attrs: { value: String(item.id) } }));
+    const known = list.some((item) => item && String(item.id) === String(currentId));
+    if (currentId !== null && currentId !== undefined && !known) {
+      options.unshift(h("option", { text: "Current conversation (new)", attrs: { value: String(currentId) } }));
+    }
+    if (currentId === null || currentId === undefined || !options.length) {
+      options.unshift(h("option", { text: options.length ? "Open a conversation\u2026" : "No conversations yet", attrs: { value: "" } }));
+    }
+    this.picker.replaceChildren(...options);
+    this.picker.value = currentId === null || currentId === undefined ? "" : String(currentId);
+  }
+
+  requestConversations() {
+    const now = Date.now();
+    if (now - this.lastListRequest < 2000) return;
+    this.lastListRequest = now;
+    this.send({ type: "list_conversations" });
+  }
+
+  openConversation(id) {
+    if (!id || id === String(this.conversationId)) return;
+    this.send({ type: "open_conversation", conversation_id: id });
+  }
+
+  /* ---------- composing ---------- */
+
+  onKeyDown(event) {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    this.submit();
+  }
+
+  submit() {
+    const text = this.input.value.trim();
+    if (!text || this.busy) return;
+    this.pendingAsk = this.input.value;
+    this.input.value = "";
+    this.autoGrow();
+    this.pinned = true;
+    this.send({ type: "ask", text });
+  }
+
+  autoGrow() {
+    this.input.style.height = "auto";
+    const height = Math.min(this.input.scrollHeight, 200);
+    if (height > 0) this.input.style.height = `${height}px`;
+  }
+
+  /* ---------- scrolling ---------- */
+
+  updatePinned() {
+    const log = this.log;
+    this.pinned = log.scrollHeight - log.scrollTop - log.clientHeight < PIN_SLACK_PX;
+  }
+
+  scrollToBottom() {
+    this.log.scrollTop = this.log.scrollHeight;
+    this.pinned = true;
+  }
+
+  /* ---------- timers ---------- */
+
+  startCountdown(box) {
+    if (!box.tick(Date.now())) return;
+    this.countdowns.add(box);
+    if (this.ticker === null) {
+      this.ticker = setInterval(() => {
+        const now = Date.now();
+        for (const b of [...this.countdowns]) if (!b.tick(now)) this.countdowns.delete(b);
+        if (!this.countdowns.size) this.stopTicker();
+      }, 250);
+    }
+  }
+
+  stopCountdown(box) {
+    this.countdowns.delete(box);
+    if (!this.countdowns.size) this.stopTicker();
+  }
+
+  stopTicker() {
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+
+  later(fn, ms) {
+    if (this.disposed) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (!this.disposed) fn();
+    }, ms);
+    this.timers.add(timer);
+  }
+
+  /**
+   * Copy text to the clipboard: `navigator.clipboard`, else a selected textarea with
+   * `execCommand("copy")`; the textarea stays visible (selected) when both fail.
+   * @param {string} text
+   * @param {HTMLElement} status where "copied" shows
+   * @param {HTMLElement} fallbackParent where a fallback textarea goes
+   */
+  async copyText(text, status, fallbackParent) {
+    const done = (message) => {
+      status.textContent = message;
+      this.later(() => {
+        if (status.textContent === message) status.textContent = "";
+      }, 2000);
+    };
+    try {
+      if (navigator.clipboard && typeof navigator.clipboard.writeText === "function") {
+        await navigator.clipboard.writeText(text);
+        done("copied");
+        return;
+      }
+    } catch {
+      // denied (no focus, no permission, insecure context): fall back below
+    }
+    const area = h("textarea", { cls: "gmchat-copy-area", attrs: { readonly: true, "aria-label": "Code to copy", rows: "6" } });
+    area.value = text;
+    const parent = fallbackParent && fallbackParent.isConnected ? fallbackParent : this.notice;
+    parent.querySelector(".gmchat-copy-area")?.remove();
+    parent.append(area);
+    area.focus();
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch {
+      ok = false;
+    }
+    if (ok) {
+      area.remove();
+      done("copied");
+    } else {
+      status.textContent = "select and copy (Ctrl+C)";
+    }
+  }
+
+  /** Remove listeners and timers; take the view's DOM out of the element. */
+  dispose() {
+    this.disposed = true;
+    try {
+      this.model.off("msg:custom", this.onMessage);
+    } catch {
+      // the model proxy may already be gone
+    }
+    this.stopTicker();
+    this.countdowns.clear();
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.root.remove();
+  }
+}
+
+/* ============================================================================================
+ * anywidget entry point
+ * ========================================================================================== */
+
+/**
+ * Render one view. Sends `hello`; the kernel answers with a `snapshot`.
+ * @param {{model: object, el: HTMLElement}} context
+ * @returns {() => void} cleanup: removes listeners and timers
+ */
+function render({ model, el }) {
+  const view = new ChatView(model, el);
+  return () => view.dispose();
+}
+
+export default { render };

@@ -1,0 +1,274 @@
+"""The widget's kernel side: messages in and out, batching, tables, frames, confirmations, magics.
+
+The front end is replaced by a recording comm (the Jupyter transport is the outside world here);
+everything behind it — the widget, the chat, the loop, the demo project — is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from gmchat_nb import Chat
+from gmchat_nb.core.providers.scripted import ScriptedProvider
+from gmchat_nb.widget import ChatWidget
+
+
+class RecordingComm:
+    """Stands in for the kernel comm: keeps what the widget sends."""
+
+    kernel = object()
+    comm_id = "recording"
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        if isinstance(data, dict) and data.get("method") == "custom":
+            self.messages.append(data["content"])
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, callback: Any) -> None:
+        pass
+
+    def on_close(self, callback: Any) -> None:
+        pass
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["type"] == kind]
+
+
+MATERIALS = {
+    "name": "query",
+    "args": {"manager": "Material", "fields": ["name", "density"], "order_by": ["name"]},
+}
+
+
+async def make(
+    rounds: list[dict[str, Any]], *, batching: bool = True, **settings: Any
+) -> tuple[ChatWidget, RecordingComm, dict[str, Any]]:
+    chat = Chat(provider=ScriptedProvider({"rounds": rounds}), store=":memory:", **settings)
+    namespace: dict[str, Any] = {}
+    widget = ChatWidget(chat, namespace=namespace, batching=batching)
+    comm = RecordingComm()
+    widget.comm = comm
+    return widget, comm, namespace
+
+
+@pytest.fixture
+async def cleanup() -> AsyncIterator[list[ChatWidget]]:
+    widgets: list[ChatWidget] = []
+    yield widgets
+    for widget in widgets:
+        await widget.chat.aclose()
+
+
+async def test_a_turn_streams_batched_events_a_table_and_evidence(
+    cleanup: list[ChatWidget],
+) -> None:
+    chunks = [f"word{i} " for i in range(60)]
+    widget, comm, namespace = await make([{"tool_calls": [MATERIALS]}, {"chunks": chunks}])
+    cleanup.append(widget)
+    record = await widget.run_turn("Which materials are there?")
+    kinds = [m["type"] for m in comm.messages]
+    assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and "table" in kinds
+    streamed = [e for m in comm.of("events") for e in m["events"]]
+    assert [e["type"] for e in streamed].count("text_chunk") == 60
+    assert len(comm.of("events")) < 60  # batched: far fewer messages than chunks
+    assert "".join(e["content"] for e in streamed if e["type"] == "text_chunk") == "".join(chunks)
+    [table] = comm.of("table")
+    assert table["table"]["columns"] == ["name", "density"] and table["table"]["total_rows"] == 8
+    assert table["table"]["rows"][0] == {"name": "Aluminum", "density": 2.7}
+    end = comm.of("turn_end")[0]["turn"]
+    assert end["answer"] == "".join(chunks) and end["running"] is False
+    [evidence] = end["evidence"]
+    assert (
+        evidence["manager"] == "Material" and evidence["rows"] == 8 and evidence["complete"] is True
+    )
+    # "Copy as code" re-runs exactly that query and returns the same DataFrame.
+    body = evidence["code"].rsplit("\nframe", 1)[0]  # the cell ends by showing `frame`
+    source = "async def rerun():\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    scope: dict[str, Any] = {}
+    exec(source + "    return frame\n", scope)
+    rerun = await scope["rerun"]()
+    assert list(rerun["name"]) == [row["name"] for row in record["tables"][0]["rows"]]
+    assert widget.transcript == [
+        {
+            "index": 0,
+            "question": "Which materials are there?",
+            "answer": "".join(chunks),
+            "error": None,
+            "queries": 1,
+        }
+    ]
+    assert namespace == {}
+
+
+async def test_without_batching_every_event_is_its_own_message(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"chunks": ["a", "b", "c", "d"]}], batching=False)
+    cleanup.append(widget)
+    await widget.run_turn("hi")
+    assert [len(m["events"]) for m in comm.of("events")] == [1, 1, 1, 1, 1]
+
+
+async def test_a_view_that_appears_later_gets_a_snapshot(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"text": "Hello."}])
+    cleanup.append(widget)
+    await widget.run_turn("Hi")
+    widget.dispatch({"type": "hello"})
+    await asyncio.sleep(0.05)
+    [snapshot] = comm.of("snapshot")
+    assert snapshot["turns"][0]["question"] == "Hi" and snapshot["turns"][0]["answer"] == "Hello."
+    assert snapshot["busy"] is False and snapshot["project"] == "demo:inventory"
+    assert snapshot["conversations"][0]["title"] == "Hi"
+
+
+async def test_tables_page_sort_and_become_dataframes(cleanup: list[ChatWidget]) -> None:
+    widget, comm, namespace = await make([{"tool_calls": [MATERIALS]}, {"text": "Eight."}])
+    cleanup.append(widget)
+    record = await widget.run_turn("Materials?")
+    key = record["tables"][0]["key"]
+    widget.dispatch(
+        {
+            "type": "table_page",
+            "table": key,
+            "offset": 2,
+            "limit": 3,
+            "sort": {"column": "density", "descending": True},
+        }
+    )
+    [page] = comm.of("table_page")
+    assert [row["name"] for row in page["rows"]] == ["Cobalt", "Brass", "Steel"] and page[
+        "total"
+    ] == 8
+    widget.dispatch({"type": "to_frame", "table": key, "name": "mats"})
+    assert comm.of("frame_bound")[0] == {
+        "type": "frame_bound",
+        "table": key,
+        "name": "mats",
+        "shape": [8, 2],
+    }
+    assert (
+        isinstance(namespace["mats"], pd.DataFrame) and namespace["mats"]["density"].max() == 11.34
+    )
+    widget.dispatch({"type": "to_frame", "table": key, "name": "not a name"})
+    widget.dispatch({"type": "to_frame", "table": "nope"})
+    assert [m["code"] for m in comm.of("error")] == ["bad_event", "bad_event"]
+
+
+async def test_unknown_and_malformed_messages_are_refused(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([])
+    cleanup.append(widget)
+    for message in ({"type": "explode"}, "ask", None, {"no": "type"}):
+        widget.dispatch(message)
+    assert [m["code"] for m in comm.of("error")] == ["bad_event"] * 4
+
+
+CREATE = {"name": "mutate", "args": {"mutation": "createPart", "input": {"name": "Spring"}}}
+
+
+async def springs(widget: ChatWidget) -> int:
+    session = await widget.chat.session()
+    result = await session.project.call_tool(
+        "query", {"manager": "Part", "fields": ["name"], "filters": {"name": "Spring"}}
+    )
+    return int(result["total_count"])
+
+
+@pytest.mark.parametrize(("ok", "created"), [(True, 1), (False, 0)])
+async def test_confirm_buttons_resolve_once_even_from_another_thread(
+    cleanup: list[ChatWidget], ok: bool, created: int
+) -> None:
+    """JupyterLab may deliver the click on a subshell thread; the widget hops to the kernel loop."""
+    widget, comm, _ = await make(
+        [{"tool_calls": [CREATE]}, {"text": "Done."}],
+        allowed_mutations=["createPart"],
+        confirm_mutations=["createPart"],
+    )
+    cleanup.append(widget)
+    widget.ask("Add a part Spring")
+    for _ in range(200):
+        confirm = [
+            e for m in comm.of("events") for e in m["events"] if e["type"] == "confirm_mutation"
+        ]
+        if confirm:
+            break
+        await asyncio.sleep(0.01)
+    message = {"type": "confirm", "call_id": confirm[0]["id"], "ok": ok}
+    thread = threading.Thread(target=widget._receive, args=(widget, message, []))
+    thread.start()
+    thread.join()
+    assert widget._task is not None
+    await asyncio.wait_for(widget._task, 5)
+    assert await springs(widget) == created
+    widget.dispatch(message)  # a second click: nothing is waiting any more
+    assert comm.of("error")[-1]["code"] == "confirmation_unavailable"
+    assert await springs(widget) == created
+
+
+async def test_stop_cancels_a_running_turn(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"text": "slow", "delay_seconds": 30}])
+    cleanup.append(widget)
+    widget.ask("hi")
+    await asyncio.sleep(0.05)
+    widget.ask("again")  # refused while the first runs
+    assert comm.of("error")[-1]["code"] == "turn_in_progress"
+    widget.dispatch({"type": "stop"})
+    await asyncio.sleep(0.05)
+    end = comm.of("turn_end")[-1]["turn"]
+    assert end["error"] == {"code": "cancelled", "message": "Stopped."}
+
+
+async def test_conversation_controls(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"text": "One."}, {"text": "Two."}])
+    cleanup.append(widget)
+    await widget.run_turn("First")
+    first = widget.chat.conversation_id
+    widget.dispatch({"type": "new_conversation"})
+    await asyncio.sleep(0.05)
+    assert widget.turns == [] and comm.of("snapshot")[-1]["turns"] == []
+    await widget.run_turn("Second")
+    widget.dispatch({"type": "open_conversation", "conversation_id": first})
+    await asyncio.sleep(0.05)
+    restored = comm.of("snapshot")[-1]["turns"]
+    assert [(t["question"], t["answer"]) for t in restored] == [("First", "One.")]
+    widget.dispatch({"type": "list_conversations"})
+    await asyncio.sleep(0.05)
+    assert [c["title"] for c in comm.of("conversations")[-1]["items"]] == ["Second", "First"]
+
+
+def test_repr_is_deterministic() -> None:
+    chat = Chat(provider="offline", store=":memory:")
+    assert repr(chat) == "Chat(project='demo', provider='offline', turns=0)"
+    widget = ChatWidget(chat, namespace={})
+    assert repr(widget) == "ChatWidget(project='demo', turns=0)"
+    bundle = widget._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["text/plain"] == repr(widget)
+
+
+def test_the_magics(tmp_path: Path) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "- tool_calls: [{name: query, args: {manager: Supplier, fields: [name, country]}}]\n- text: Six suppliers.\n"
+    )
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "gmchat_nb")
+    shell.run_line_magic("gmchat", f"config provider=scripted:{script} store=:memory:")
+    shell.run_cell_magic("gmchat", "", "Which suppliers are there?")
+    frames = shell.user_ns["_gm"]
+    assert (
+        len(frames) == 1 and len(frames[0]) == 6 and list(frames[0].columns) == ["name", "country"]
+    )
+    with pytest.raises(Exception, match="max_results"):
+        shell.run_line_magic("gmchat", "config max_result=5")
