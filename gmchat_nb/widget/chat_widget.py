@@ -181,12 +181,13 @@ class ChatWidget(anywidget.AnyWidget):
                     _evidence_row(outcome, self.chat) for outcome in turn.outcomes
                 ]
             self.transcript = [_summary(item) for item in self.turns]
-            self._post({"type": "turn_end", "turn": record})
+            # The front end has the events already; a later view gets them in a snapshot.
+            self._post({"type": "turn_end", "turn": _without_events(record)})
         return record
 
     def _flush(self, record: dict[str, Any], batch: list[dict[str, Any]]) -> None:
         if batch:
-            self._post({"type": "events", "turn": record["index"], "events": list(batch)})
+            self._post({"type": "events", "turn": record["index"], "events": _merged(batch)})
             batch.clear()
 
     def _table_for(self, record: dict[str, Any], event: ToolResult) -> None:
@@ -369,6 +370,26 @@ def _evidence_row(outcome: QueryOutcome, chat: Chat) -> dict[str, Any]:
 def _records(frame: Any) -> list[dict[str, Any]]:
     # to_json turns NaN/NaT into null and timestamps into ISO text (to_dict fails on NaT).
     return json.loads(frame.to_json(orient="records", date_format="iso"))  # type: ignore[no-any-return]
+
+
+def _merged(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adjacent text chunks of one batch as one (the front end only appends them)."""
+    merged: list[dict[str, Any]] = []
+    for event in batch:
+        previous = merged[-1] if merged else None
+        if (
+            event["type"] == "text_chunk"
+            and previous is not None
+            and previous["type"] == "text_chunk"
+        ):
+            merged[-1] = {
+                **previous,
+                "content": previous["content"] + event["content"],
+                "sequence": event.get("sequence"),
+            }
+        else:
+            merged.append(event)
+    return merged
 
 
 def _without_events(record: dict[str, Any]) -> dict[str, Any]:

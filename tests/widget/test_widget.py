@@ -81,8 +81,7 @@ async def test_a_turn_streams_batched_events_a_table_and_evidence(
     kinds = [m["type"] for m in comm.messages]
     assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and "table" in kinds
     streamed = [e for m in comm.of("events") for e in m["events"]]
-    assert [e["type"] for e in streamed].count("text_chunk") == 60
-    assert len(comm.of("events")) < 60  # batched: far fewer messages than chunks
+    assert len(comm.of("events")) < 10  # batched: far fewer messages than the 60 chunks
     assert "".join(e["content"] for e in streamed if e["type"] == "text_chunk") == "".join(chunks)
     [table] = comm.of("table")
     assert table["table"]["columns"] == ["name", "density"] and table["table"]["total_rows"] == 8
