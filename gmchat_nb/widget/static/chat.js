@@ -863,22 +863,37 @@ export function formatDuration(ms) {
 }
 
 /**
- * The status of a tool result: `ok`, or `error` with the error's code and message.
- * @returns {{status: "ok" | "error", code?: string, message?: string}}
+ * The status of a tool result: `ok`; `error` with the error's code and message; or `cancelled`
+ * with its reason (a mutation the human rejected, `user_rejected`, or let expire,
+ * `confirmation_timed_out`).
+ * @returns {{status: "ok" | "error" | "cancelled", code?: string, message?: string, reason?: string}}
  */
 export function toolOutcome(result) {
   if (result && typeof result === "object" && result.status === "error") {
     return { status: "error", code: String(result.code || "error"), message: String(result.message || "") };
   }
+  if (result && typeof result === "object" && result.status === "cancelled") {
+    return { status: "cancelled", reason: String(result.reason || "cancelled") };
+  }
   return { status: "ok" };
 }
 
-/** A short summary of a query result: `12 of 120 rows · more available`. */
-export function querySummary(result) {
-  if (!result || typeof result !== "object" || !Array.isArray(result.data)) return "";
-  const total = Number.isFinite(result.total_count) ? result.total_count : result.data.length;
+/**
+ * A short summary of a query result: `12 of 120 rows · more available`. The widget's kernel
+ * sends the row count as `rows` (the rows travel as a paged table); other clients send `data`.
+ * @param {object} result
+ * @param {{rows?: number}} [frame] the tool_result's frame summary
+ */
+export function querySummary(result, frame) {
+  if (!result || typeof result !== "object") return "";
+  let count = null;
+  if (Array.isArray(result.data)) count = result.data.length;
+  else if (Number.isFinite(result.rows)) count = result.rows;
+  else if (frame && Number.isFinite(frame.rows)) count = frame.rows;
+  if (count === null) return "";
+  const total = Number.isFinite(result.total_count) ? result.total_count : count;
   const complete = result.complete === true || (result.complete === undefined && !result.has_more);
-  return `${result.data.length} of ${total} rows \u00b7 ${complete ? "complete" : "more available"}`;
+  return `${count} of ${total} rows \u00b7 ${complete ? "complete" : "more available"}`;
 }
 
 /** `1200 in · 85 out tokens`, or "" without usage. */
@@ -1113,8 +1128,8 @@ class TableView {
           const value = cellValue(row, this.columns, index);
           const text = formatCell(value);
           const cls = value === null || value === undefined ? "gmchat-null" : typeof value === "number" ? "gmchat-num" : "";
-          const shown = text.length > 200 ? `${text.slice(0, 199)}\u2026` : text;
-          return h("td", { cls, text: shown, attrs: { title: text.length > 40 ? text : null } });
+          const cut = text.length > 200;
+          return h("td", { cls, text: cut ? `${text.slice(0, 199)}\u2026` : text, attrs: { title: cut ? text : null } });
         }),
       ),
     );
@@ -1234,10 +1249,10 @@ class ToolCard {
           this.durationEl,
         ]),
         h("div", { cls: "gmchat-tool-body" }, [
-          h("div", { cls: "gmchat-label", text: "Arguments" }),
-          h("pre", { cls: "gmchat-json", text: prettyJson(call.args ?? {}) }),
           this.resultEl,
           this.tableSlot,
+          h("div", { cls: "gmchat-label", text: "Arguments" }),
+          h("pre", { cls: "gmchat-json", text: prettyJson(call.args ?? {}) }),
         ]),
       ],
     );
@@ -1258,8 +1273,10 @@ class ToolCard {
     if (outcome.status === "error") {
       this.setStatus("error", `error \u00b7 ${outcome.code}`);
       parts.push(h("div", { cls: "gmchat-tool-error", attrs: { role: "note" } }, [h("code", { text: outcome.code }), ` ${outcome.message}`]));
+    } else if (outcome.status === "cancelled") {
+      this.setStatus("cancelled", `cancelled \u00b7 ${outcome.reason}`);
     } else if (isQueryTool(this.name)) {
-      const summary = querySummary(event.result);
+      const summary = querySummary(event.result, event.frame);
       this.setStatus("ok", summary ? `ok \u00b7 ${summary}` : "ok");
       const notes = event.result && Array.isArray(event.result.notes) ? event.result.notes : [];
       if (notes.length) parts.push(h("ul", { cls: "gmchat-notes" }, notes.map((note) => h("li", { text: formatCell(note) }))));
@@ -1275,8 +1292,10 @@ class ToolCard {
     if (this.status === "running") this.setStatus("stopped", "stopped");
   }
 
+  /** Show a query's result table; the card opens so the table is in view. */
   attachTable(view) {
     this.tableSlot.replaceChildren(view.el);
+    this.el.open = true;
   }
 }
 
@@ -1362,10 +1381,14 @@ class ConfirmBox {
     if (reason) this.outcome.textContent = reason;
   }
 
-  /** The mutation's tool result arrived. */
+  /** The mutation's tool result arrived: say what became of it. */
   resolved(result) {
     const outcome = toolOutcome(result);
-    const text = outcome.status === "error" ? `not applied \u00b7 ${outcome.code}` : "applied";
+    let text = "applied";
+    if (outcome.status === "error") text = `failed \u00b7 ${outcome.code}`;
+    else if (outcome.reason === "user_rejected") text = "rejected";
+    else if (outcome.reason === "confirmation_timed_out") text = "expired";
+    else if (outcome.status === "cancelled") text = `cancelled \u00b7 ${outcome.reason}`;
     if (this.closed) this.outcome.textContent = text;
     else this.close(text);
   }
@@ -1415,7 +1438,7 @@ class EvidencePanel {
     body.append(
       h("tr", {}, [
         h("td", { text: formatCell(row.manager) }),
-        h("td", { cls: "gmchat-mono", text: filterText, attrs: { title: filterText } }),
+        h("td", { cls: "gmchat-mono", text: filterText }),
         h("td", { cls: "gmchat-num", text: formatCell(row.rows) }),
         h("td", { cls: "gmchat-num", text: formatCell(row.total_count) }),
         h("td", { text: row.complete === true ? "yes" : row.complete === false ? "no" : "\u2014" }),
