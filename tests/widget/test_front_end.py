@@ -1,0 +1,19 @@
+"""The front end's pure parts (markdown rendering, sanitization), tested with node's own runner."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+TEST = Path(__file__).parent / "js" / "test_markdown.mjs"
+
+
+def test_the_markdown_renderer_and_its_sanitization() -> None:
+    node = shutil.which("node")
+    assert node is not None, (
+        "node is needed for the front-end tests (it is on every machine of this project's kind)"
+    )
+    done = subprocess.run([node, str(TEST)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "# fail 0" in done.stdout
