@@ -1,0 +1,98 @@
+"""Photograph the notebook chat widget for the docs: ``docs/screenshots/widget-*.png``.
+
+    .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
+
+Starts its own JupyterLab on 127.0.0.1 and Debian chromium exactly as the browser tests do
+(``tests/widget/browser/lab.py``), plays ``tests/widget/browser/notebooks/screenshots.ipynb``
+(a scripted provider over the demo project) and crops each picture to the widget:
+
+* ``widget-answer.png``: a streamed answer with its result table and the evidence panel open;
+* ``widget-confirm.png``: the next question's mutation waiting for Confirm / Reject.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.widget.browser.lab import (  # noqa: E402  (needs the repository on sys.path)
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    JupyterLab,
+    ask,
+    open_notebook,
+    show_chat,
+)
+
+CHAT_CELL = 1  # cell 0 is a markdown note
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gmchat-screenshots-") as tmp:
+        lab = JupyterLab(Path(tmp))
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+                try:
+                    shoot(browser, lab, args.out)
+                finally:
+                    browser.close()
+        finally:
+            lab.stop()
+    return 0
+
+
+def shoot(browser: Browser, lab: JupyterLab, out: Path) -> None:
+    page = browser.new_page(viewport={"width": 1200, "height": 1600}, device_scale_factor=2)
+    path = lab.add_notebook("screenshots.ipynb", "gmchat-tour")
+    open_notebook(page, lab.notebook_url(path, workspace="screenshots"))
+    # More room for the notebook: collapse the file browser (click its active sidebar tab).
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+    root = show_chat(page, CHAT_CELL)
+
+    ask(page, "Which parts are made of titanium, and how many of each do we have?")
+    answer = root.locator("[data-testid=gmchat-answer]").last
+    expect(answer).to_contain_text("the fewest (16)", timeout=30_000)
+    expect(root.locator("[data-testid=gmchat-table]").last.locator("tbody tr")).to_have_count(5)
+    card = root.locator("[data-testid=gmchat-tool][data-tool=query]").last
+    if card.get_attribute("open") is None:  # the query's card (with its table) starts folded
+        card.locator("summary").first.click()
+    expect(card.locator("[data-testid=gmchat-table]")).to_be_visible()
+    evidence = root.locator("[data-testid=gmchat-evidence]").last
+    evidence.locator("summary").click()
+    expect(evidence.locator("tbody tr").first).to_be_visible()
+    card.evaluate("(el) => el.scrollIntoView({block: 'start'})")  # the turn from its table on
+    settle(page)
+    root.screenshot(path=out / "widget-answer.png", animations="disabled")
+    print(out / "widget-answer.png")
+
+    card.locator("summary").first.click()  # fold the first turn's query again
+    ask(page, "Add a part Titanium Spring with 40 units in stock.")
+    box = root.locator("[data-testid=gmchat-confirm-box]").last
+    expect(box).to_be_visible(timeout=30_000)
+    box.scroll_into_view_if_needed()
+    settle(page)
+    root.screenshot(path=out / "widget-confirm.png", animations="disabled")
+    print(out / "widget-confirm.png")
+    box.locator("[data-testid=gmchat-reject]").click()  # let the turn end before the server stops
+
+
+def settle(page: Page) -> None:
+    """No caret blinking or hover state in the picture."""
+    page.mouse.move(0, 0)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""The chat widget in a real JupyterLab and a real browser (Debian chromium).
+
+Each test opens its own copy of a notebook from ``notebooks/`` whose ScriptedProvider plays the
+scenario, runs the cell that displays the chat and works the panel through its ``data-testid``
+hooks, the way an analyst would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from playwright.sync_api import Locator, Page, expect
+
+from .lab import (
+    ask,
+    cell_output,
+    chat_widget,
+    run_cell,
+    save_notebook,
+    show_chat,
+    wait_for_kernel_idle,
+)
+
+# Cell indices in the notebooks (cell 0 is a markdown note).
+CHAT_CELL, CHECK_CELL = 1, 2
+MATERIALS = ["Steel", "Aluminum", "Cobalt", "Titanium", "Copper", "Brass", "Nylon", "Lead"]
+QUESTION = "Which materials are in the inventory?"
+LAST_WORDS = "Only Lead is hazardous."
+
+# Records every text the (latest) answer element shows, to prove it grew while the turn ran.
+RECORD_ANSWER_TEXTS = """(root) => {
+    window.__answerTexts = [];
+    const record = () => {
+        const answers = root.querySelectorAll('[data-testid=gmchat-answer]');
+        const text = answers.length ? answers[answers.length - 1].textContent : '';
+        const seen = window.__answerTexts;
+        if (text && seen[seen.length - 1] !== text) seen.push(text);
+    };
+    new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def open_result_table(root: Locator) -> Locator:
+    """The latest query's table, shown: it sits in the query's tool card, which starts folded."""
+    card = root.locator("[data-testid=gmchat-tool][data-tool=query]").last
+    expect(card.locator("[data-testid=gmchat-table]")).to_have_count(1, timeout=15_000)
+    if card.get_attribute("open") is None:
+        card.locator("summary").first.click()
+    table = card.locator("[data-testid=gmchat-table]")
+    expect(table).to_be_visible()
+    return table
+
+
+def column(table: Locator, index: int = 0) -> list[str]:
+    cells = table.locator(f"tbody tr td:nth-child({index + 1})")
+    return [text.strip() for text in cells.all_inner_texts()]
+
+
+def test_a_question_streams_an_answer_and_a_result_table(
+    open_lab: Callable[[str], Page],
+) -> None:
+    page = open_lab("answer.ipynb")
+    root = show_chat(page, CHAT_CELL)
+    root.evaluate(RECORD_ANSWER_TEXTS)
+
+    ask(page, QUESTION)
+
+    answer = root.locator("[data-testid=gmchat-answer]").last
+    expect(answer).to_contain_text(LAST_WORDS, timeout=15_000)
+    expect(answer).to_contain_text("8 materials")
+    expect(root.locator("[data-testid=gmchat-question]").last).to_have_text(QUESTION)
+    table = open_result_table(root)
+    expect(table.locator("tbody tr")).to_have_count(len(MATERIALS))
+    assert column(table) == MATERIALS
+    expect(root.locator("[data-testid=gmchat-evidence]").last).to_contain_text("1 query")
+    # The first words were on screen before the last ones arrived (0.5 s later).
+    texts: list[str] = page.evaluate("window.__answerTexts")
+    assert any("Let me look" in text and LAST_WORDS not in text for text in texts), texts
+
+
+def test_to_dataframe_binds_the_result_in_the_kernel(open_lab: Callable[[str], Page]) -> None:
+    page = open_lab("answer.ipynb")
+    root = show_chat(page, CHAT_CELL)
+    ask(page, QUESTION)
+    table = open_result_table(root)
+
+    table.locator("[data-testid=gmchat-frame-name]").fill("mats")
+    table.locator("[data-testid=gmchat-to-frame]").click()
+
+    expect(table.locator("[data-testid=gmchat-frame-bound]")).to_contain_text("mats")
+    run_cell(page, CHECK_CELL)
+    expect(cell_output(page, CHECK_CELL)).to_have_text(
+        "(8, 3) ['Steel', 'Aluminum', 'Cobalt']", timeout=15_000
+    )
+
+
+def _decide(page: Page, button: str) -> Locator:
+    """Ask for the Spring part, check the confirmation box, press one of its buttons."""
+    root = show_chat(page, CHAT_CELL)
+    ask(page, "Create a part called Spring")
+    box = root.locator("[data-testid=gmchat-confirm-box]")
+    expect(box).to_be_visible(timeout=15_000)
+    expect(box).to_contain_text("createPart")
+    expect(box).to_contain_text("Spring")
+
+    box.locator(f"[data-testid={button}]").click()
+
+    # Each box decides once ...
+    expect(box.locator("[data-testid=gmchat-confirm]")).to_be_disabled()
+    expect(box.locator("[data-testid=gmchat-reject]")).to_be_disabled()
+    # ... and the kernel acted on it. JupyterLab delivers this click's message on a kernel
+    # subshell thread; a widget that resolves the waiting future from there (without hopping to
+    # the kernel's loop) leaves the turn hanging until some later cell wakes the loop, so this
+    # is the check that catches it (the data check below would pass late).
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(
+        "Handled the request for the part Spring.", timeout=15_000
+    )
+    return box
+
+
+def test_confirming_a_mutation_runs_it_once(open_lab: Callable[[str], Page]) -> None:
+    page = open_lab("confirm.ipynb")
+    box = _decide(page, "gmchat-confirm")
+    expect(box).to_contain_text("applied")
+    run_cell(page, CHECK_CELL)
+    expect(cell_output(page, CHECK_CELL)).to_have_text("Spring parts: 1", timeout=15_000)
+
+
+def test_rejecting_a_mutation_leaves_the_data_unchanged(open_lab: Callable[[str], Page]) -> None:
+    page = open_lab("confirm.ipynb")
+    box = _decide(page, "gmchat-reject")
+    expect(box).to_contain_text("rejected")
+    expect(box).not_to_contain_text("applied")
+    run_cell(page, CHECK_CELL)
+    expect(cell_output(page, CHECK_CELL)).to_have_text("Spring parts: 0", timeout=15_000)
+
+
+def test_a_page_reload_restores_the_transcript(open_lab: Callable[[str], Page]) -> None:
+    page = open_lab("answer.ipynb")
+    root = show_chat(page, CHAT_CELL)
+    ask(page, QUESTION)
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(
+        LAST_WORDS, timeout=15_000
+    )
+    save_notebook(page)  # the saved output names the widget; the kernel still holds its model
+
+    page.reload()
+
+    wait_for_kernel_idle(page)
+    root = chat_widget(page)
+    expect(root).to_be_visible(timeout=30_000)
+    expect(root.locator("[data-testid=gmchat-question]")).to_have_text([QUESTION], timeout=15_000)
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(LAST_WORDS)
+    assert column(open_result_table(root)) == MATERIALS
+
+
+def test_markup_from_the_model_and_the_data_renders_as_inert_text(
+    open_lab: Callable[[str], Page], dialogs: list[str]
+) -> None:
+    page = open_lab("injection.ipynb")
+    root = show_chat(page, CHAT_CELL)
+    question = 'Parts named <img src=x onerror="window.__pwned=5">?'
+
+    ask(page, question)
+
+    answer = root.locator("[data-testid=gmchat-answer]").last
+    expect(answer).to_contain_text('Part: <b id="injected">x</b>', timeout=15_000)
+    # The payloads show as the characters the model sent.
+    expect(answer).to_contain_text('<img src=x onerror="window.__pwned=1">')
+    expect(answer).to_contain_text("<script>window.__pwned=2</script>")
+    expect(answer).to_contain_text("Link: click")  # a javascript: link keeps only its label
+    expect(answer).to_contain_text("<svg onload=alert(4)></svg>")
+    expect(root.locator("[data-testid=gmchat-question]").last).to_have_text(question)
+    table = open_result_table(root)
+    expect(table.locator("tbody td").first).to_have_text('<b id="injected">x</b>')
+    # ... and none of it ran or became markup.
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("#injected").count() == 0
+    active = root.evaluate(
+        """(root) => [...root.querySelectorAll('*')].flatMap((node) =>
+            [...node.attributes]
+                .filter((a) => a.name.startsWith('on') || /^\\s*javascript:/i.test(a.value))
+                .map((a) => `<${node.localName} ${a.name}="${a.value}">`))"""
+    )
+    assert active == []
+    turn = root.locator("[data-testid=gmchat-turn]")
+    assert turn.locator("script, img, svg, iframe, object, embed, b").count() == 0
+    assert dialogs == []
