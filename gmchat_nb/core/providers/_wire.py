@@ -6,9 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Message, ToolCallEvent
+from .base import BaseLLMProvider, Message, ToolCallEvent
 
 __all__ = [
+    "SDKProvider",
     "check_config",
     "close_stream",
     "decode_arguments",
@@ -98,3 +99,27 @@ def describe_error(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     message = getattr(error, "message", None) or str(error)
     return f"HTTP {status}: {message}" if status else message
+
+
+class SDKProvider(BaseLLMProvider):
+    """What the SDK adapters share: config checks before any request, one client per instance."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self._client: Any = None
+
+    @classmethod
+    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
+        """The SDK is installed and the config's values have the right types."""
+        super().check_configuration(config)
+        check_config(config or {}, cls.name)
+
+    def client(self) -> Any:
+        """The SDK client, made on first use (importing the adapter needs no SDK)."""
+        if self._client is None:
+            self._client = self.make_client()
+        return self._client
+
+    def make_client(self) -> Any:
+        """Build the SDK's async client from ``provider_config`` (SDK retries off)."""
+        raise NotImplementedError

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from ._wire import (
-    check_config,
+    SDKProvider,
     close_stream,
     describe_error,
     next_call_number,
@@ -24,7 +24,6 @@ from ._wire import (
     tool_call,
 )
 from .base import (
-    BaseLLMProvider,
     DoneEvent,
     Message,
     ProviderCompletionError,
@@ -46,7 +45,7 @@ _STOP = {
 }
 
 
-class AnthropicProvider(BaseLLMProvider):
+class AnthropicProvider(SDKProvider):
     """Streams Anthropic messages with tool_use blocks."""
 
     name: ClassVar[str] = "anthropic"
@@ -57,28 +56,16 @@ class AnthropicProvider(BaseLLMProvider):
         "max_tokens": 1024,
     }
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        super().__init__(config)
-        self._client: Any = None
+    def make_client(self) -> Any:
+        """``anthropic.AsyncAnthropic`` for ``api_key``/``base_url`` (else the SDK's environment)."""
+        import anthropic
 
-    @classmethod
-    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
-        """The SDK is installed and the config's values have the right types."""
-        super().check_configuration(config)
-        check_config(config or {}, cls.name)
-
-    def client(self) -> Any:
-        """The SDK client (made on first use)."""
-        if self._client is None:
-            import anthropic
-
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self.provider_config.get("api_key"),
-                base_url=self.provider_config.get("base_url"),
-                timeout=self.timeout_seconds,
-                max_retries=0,
-            )
-        return self._client
+        return anthropic.AsyncAnthropic(
+            api_key=self.provider_config.get("api_key"),
+            base_url=self.provider_config.get("base_url"),
+            timeout=self.timeout_seconds,
+            max_retries=0,
+        )
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from ._wire import (
-    check_config,
+    SDKProvider,
     close_stream,
     describe_error,
     next_call_number,
@@ -19,7 +19,6 @@ from ._wire import (
     tool_call,
 )
 from .base import (
-    BaseLLMProvider,
     DoneEvent,
     Message,
     ProviderCompletionError,
@@ -33,7 +32,7 @@ from .base import (
 __all__ = ["OllamaProvider", "to_ollama_messages"]
 
 
-class OllamaProvider(BaseLLMProvider):
+class OllamaProvider(SDKProvider):
     """Streams a local (or remote) Ollama model with tool calls."""
 
     name: ClassVar[str] = "ollama"
@@ -41,24 +40,12 @@ class OllamaProvider(BaseLLMProvider):
     sdk_module: ClassVar[str | None] = "ollama"
     default_config: ClassVar[Mapping[str, Any]] = {"model": "gemma4:e4b"}
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        super().__init__(config)
-        self._client: Any = None
+    def make_client(self) -> Any:
+        """``ollama.AsyncClient`` for ``base_url``/``host`` (else ``OLLAMA_HOST``)."""
+        import ollama
 
-    @classmethod
-    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
-        """The SDK is installed and the config's values have the right types."""
-        super().check_configuration(config)
-        check_config(config or {}, cls.name)
-
-    def client(self) -> Any:
-        """The SDK client (made on first use)."""
-        if self._client is None:
-            import ollama
-
-            host = self.provider_config.get("base_url") or self.provider_config.get("host")
-            self._client = ollama.AsyncClient(host=host, timeout=self.timeout_seconds)
-        return self._client
+        host = self.provider_config.get("base_url") or self.provider_config.get("host")
+        return ollama.AsyncClient(host=host, timeout=self.timeout_seconds)
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]

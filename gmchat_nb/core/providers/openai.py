@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from ._wire import (
-    check_config,
+    SDKProvider,
     close_stream,
     describe_error,
     next_call_number,
@@ -21,7 +21,6 @@ from ._wire import (
     tool_call,
 )
 from .base import (
-    BaseLLMProvider,
     DoneEvent,
     Message,
     ProviderCompletionError,
@@ -42,7 +41,7 @@ _FINISH = {
 }
 
 
-class OpenAIProvider(BaseLLMProvider):
+class OpenAIProvider(SDKProvider):
     """Streams OpenAI (or OpenAI-compatible) chat completions with tool calls."""
 
     name: ClassVar[str] = "openai"
@@ -50,28 +49,16 @@ class OpenAIProvider(BaseLLMProvider):
     sdk_module: ClassVar[str | None] = "openai"
     default_config: ClassVar[Mapping[str, Any]] = {"model": "gpt-4.1-mini"}
 
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
-        super().__init__(config)
-        self._client: Any = None
+    def make_client(self) -> Any:
+        """``openai.AsyncOpenAI`` for ``api_key``/``base_url`` (else the SDK's environment)."""
+        import openai
 
-    @classmethod
-    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
-        """The SDK is installed and the config's values have the right types."""
-        super().check_configuration(config)
-        check_config(config or {}, cls.name)
-
-    def client(self) -> Any:
-        """The SDK client (made on first use, so importing this module needs no SDK)."""
-        if self._client is None:
-            import openai
-
-            self._client = openai.AsyncOpenAI(
-                api_key=self.provider_config.get("api_key"),
-                base_url=self.provider_config.get("base_url"),
-                timeout=self.timeout_seconds,
-                max_retries=0,
-            )
-        return self._client
+        return openai.AsyncOpenAI(
+            api_key=self.provider_config.get("api_key"),
+            base_url=self.provider_config.get("base_url"),
+            timeout=self.timeout_seconds,
+            max_retries=0,
+        )
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
