@@ -1103,11 +1103,14 @@ class TableView {
 
   renderHead() {
     this.head.replaceChildren(
-      ...this.columns.map((column) => {
+      ...this.columns.map((column, index) => {
         const active = this.sort && this.sort.column === column;
+        // A numeric column's header sits above its right-aligned numbers.
+        const sample = this.rows.map((row) => cellValue(row, this.columns, index)).find((v) => v !== null && v !== undefined);
+        const numeric = typeof sample === "number";
         const arrow = active ? (this.sort.descending ? " \u25bc" : " \u25b2") : "";
         const sortState = active ? (this.sort.descending ? "descending" : "ascending") : "none";
-        return h("th", { attrs: { scope: "col", "aria-sort": sortState } }, [
+        return h("th", { cls: numeric ? "gmchat-num" : "", attrs: { scope: "col", "aria-sort": sortState } }, [
           button(`${column}${arrow}`, {
             cls: "gmchat-sort",
             aria: `Sort by ${column}`,
