@@ -150,6 +150,7 @@ class Chat:
         self._owns_project = False
         self.turns: list[Turn] = []
         self._widget: Any = None
+        self._dates: dict[str, set[str]] | None = None  # date columns by manager, for frames
 
     # -- lazily connected parts ------------------------------------------------------------------
 
@@ -210,7 +211,9 @@ class Chat:
     async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
         """The events of one turn as they happen."""
         session = await self.session()
-        turn = Turn(question=text, date_columns=_date_columns(session.project))
+        if self._dates is None:
+            self._dates = _date_columns(session.project)
+        turn = Turn(question=text, date_columns=self._dates)
         self.turns.append(turn)
         async for event in session.run_turn(text):
             turn.events.append(event.to_dict())
