@@ -147,16 +147,18 @@ class ChatSession:
         self.limiter = limiter or RateLimiter.from_settings(store, settings.rate_limit, clock=clock)
         self.hooks = hooks or Hooks(settings.hooks)
         self.clock = clock
+        untitled = False
         if conversation_id is not None:
             record = store.conversation(conversation_id)
             if record is None or record.actor_id != actor.id:
                 raise KeyError(f"no conversation {conversation_id!r} for this user")
+            untitled = not record.title  # its first question will name it
         self.conversation_id = conversation_id
         self.outcomes: dict[str, QueryOutcome] = {}  # the current turn's, by tool call id
         self._busy = False
         self._waiters: dict[str, _Waiter] = {}
         self._turn: TurnState | None = None
-        self._untitled = False
+        self._untitled = untitled
         self._unsaved: list[dict[str, Any]] = []
         self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]

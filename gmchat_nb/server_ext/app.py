@@ -1,0 +1,106 @@
+"""The :class:`GMChat` extension app: configuration, routes and shutdown.
+
+Configure it like any Jupyter app (``c.GMChat.provider = "openai:gpt-4.1-mini"`` in
+``jupyter_server_config.py``, ``--GMChat.project=demo`` on the command line) and/or point
+``c.GMChat.settings_file`` at the same YAML file the notebook side reads. Traits that are set
+override the file; ``c.GMChat.chat_settings`` overrides any other chat setting.
+"""
+
+from __future__ import annotations
+
+import getpass
+from typing import Any
+
+from jupyter_server.auth.identity import IdentityProvider, PasswordIdentityProvider
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Dict, Float, Int, Unicode
+
+from ..core.settings import ChatSettings, load_settings
+from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
+from .sessions import ChatRuntime
+from .sse import StreamHandler
+from .websocket import ChatSocket
+
+__all__ = ["GMChat"]
+
+
+class GMChat(ExtensionApp):
+    """Runs gmchat sessions in the Jupyter server process."""
+
+    name = "gmchat_nb"
+    description = "gmchat: chat with a GeneralManager project through Jupyter Server"
+    load_other_extensions = True
+
+    settings_file = Unicode(
+        None, allow_none=True, config=True, help="The chat settings YAML (the notebook's file)."
+    )
+    provider = Unicode(
+        None, allow_none=True, config=True, help="Provider spec, e.g. openai:gpt-4.1-mini."
+    )
+    project = Unicode(
+        None, allow_none=True, config=True, help="A demo name or a GraphQL endpoint URL."
+    )
+    store = Unicode(None, allow_none=True, config=True, help="The SQLite store's path.")
+    url = Unicode(
+        None, allow_none=True, config=True, help="Route prefix under base_url (gmchat/chat/)."
+    )
+    chat_settings = Dict(config=True, help="Any other chat settings, over the file's.")
+    max_body_bytes = Int(64 * 1024, config=True, help="Largest accepted request body.")
+    keepalive_seconds = Float(
+        15.0, config=True, help="Silence after which an SSE stream sends a keep-alive comment."
+    )
+
+    runtime: ChatRuntime | None = None
+
+    def chat_config(self) -> ChatSettings:
+        """The effective chat settings: file, then ``chat_settings``, then set traits."""
+        overrides: dict[str, Any] = dict(self.chat_settings)
+        for name in ("provider", "project", "store", "url"):
+            value = getattr(self, name)
+            if value is not None:
+                overrides[name] = value
+        return load_settings(self.settings_file or None, **overrides)
+
+    owner = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="The actor name for every user (default: the OS user on a stock single-user "
+        "server, whose token requests otherwise get a new anonymous user each; else none).",
+    )
+
+    def _owner(self) -> str | None:
+        if self.owner is not None:
+            return self.owner or None
+        provider = getattr(self.serverapp, "identity_provider", None)
+        if type(provider) in (IdentityProvider, PasswordIdentityProvider):
+            return getpass.getuser()
+        return None
+
+    def initialize_settings(self) -> None:
+        """Load and validate the settings now, so a bad file stops the server with its message."""
+        self.runtime = ChatRuntime(self.chat_config(), owner=self._owner())
+
+    def initialize_handlers(self) -> None:
+        """Register the routes (ExtensionApp prepends base_url)."""
+        if self.runtime is None:  # initialize_settings runs first; this keeps mypy honest
+            self.runtime = ChatRuntime(self.chat_config(), owner=self._owner())
+        prefix = "/" + self.runtime.settings.url.strip("/")
+        common = {"runtime": self.runtime, "max_body_bytes": self.max_body_bytes}
+        streaming = {**common, "keepalive_seconds": self.keepalive_seconds}
+        # The trailing slash is optional, so `curl .../gmchat/chat` works as well.
+        self.handlers.extend(
+            [
+                (prefix + "/?", ChatHandler, common),
+                (prefix + "/stream/?", StreamHandler, streaming),
+                (prefix + "/confirm/?", ConfirmHandler, common),
+                (prefix + "/conversations/?", ConversationsHandler, common),
+                (prefix + "/ws", ChatSocket, {"runtime": self.runtime}),
+            ]
+        )
+        self.log.info("gmchat routes under %s", prefix)
+
+    async def stop_extension(self) -> None:
+        """Cancel running turns, then close the project and the store."""
+        if self.runtime is not None:
+            await self.runtime.aclose()

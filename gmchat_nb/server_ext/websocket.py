@@ -1,0 +1,206 @@
+"""``{url}ws``: the spec's WebSocket protocol.
+
+Client → server: ``{"type": "message", "text", "conversation_id"?}`` and
+``{"type": "confirm", "confirmation_id", "confirmed"}``. Server → client: one JSON event per
+message. One turn and one pending confirmation per socket: a message during a turn gets
+``turn_in_progress`` (``confirmation_pending`` while a mutation waits), an unknown type or a
+malformed confirm gets ``bad_event``, a stale confirmation ``confirmation_unavailable``. The turn
+waits in place for the confirm (transport ``"stream"``) until ``confirm_timeout_seconds``.
+
+Auth follows ``KernelWebsocketHandler``: Jupyter resolves the user, ``@ws_authenticated`` refuses
+anonymous upgrades, the authorizer is asked about ``gmchat``, Origin is checked for cookie
+sockets, and a ``permission`` denial closes the socket with 4403.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from ..core.events import ChatEvent, error_event
+from ..core.session import ChatSession
+from .handlers import AUTH_RESOURCE
+from .sessions import ChatRuntime, TurnBusy, TurnRun
+
+__all__ = ["ChatSocket"]
+
+CLOSE_FORBIDDEN = 4403
+
+
+class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
+    """One chat socket: one session, at most one running turn."""
+
+    auth_resource = AUTH_RESOURCE
+    runtime: ChatRuntime
+
+    def initialize(self, runtime: ChatRuntime, **_: Any) -> None:
+        """Tornado passes the handler kwargs the app registered."""
+        self.runtime = runtime
+        self._session: ChatSession | None = None
+        self._run: TurnRun | None = None
+        self._forwarder: asyncio.Task[None] | None = None
+        self._pending: str | None = None  # the confirmation the running turn waits for
+
+    def set_default_headers(self) -> None:
+        """JupyterHandler's CSP headers mean nothing on a WebSocket upgrade."""
+
+    def check_origin(self, origin: str = "") -> bool:
+        """``allowed_origins`` when set, else Jupyter's rules; token sockets skip the check."""
+        allowed = self.runtime.settings.allowed_origins
+        if not allowed:
+            return bool(super().check_origin(origin))
+        if self.skip_check_origin():
+            return True
+        host = self.request.headers.get("Host")
+        if origin and host and urlparse(origin).netloc == host:
+            return True
+        return origin.rstrip("/").lower() in {o.rstrip("/").lower() for o in allowed}
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Authorize the upgrade (403 before it when the authorizer says no)."""
+        if not await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "execute", AUTH_RESOURCE)
+        ):
+            raise web.HTTPError(403)
+        await super().get(*args, **kwargs)
+
+    async def open(self, *args: Any, **kwargs: Any) -> None:
+        """Start pings; the permission hook decides after the upgrade (close 4403)."""
+        super().open(*args, **kwargs)
+        self.set_nodelay(True)  # small frames: Nagle + delayed ACK would add ~40 ms per event
+        if not self.runtime.allowed(self.current_user, self.request):
+            self.close(CLOSE_FORBIDDEN, "Forbidden.")
+
+    # -- incoming ----------------------------------------------------------------------------
+
+    async def on_message(self, message: str | bytes) -> None:
+        """Dispatch one client event; a turn runs as a task so this returns at once."""
+        try:
+            payload = json.loads(message)
+        except (ValueError, UnicodeDecodeError):
+            payload = None
+        if not isinstance(payload, dict):
+            return self.send_error_event("bad_event")
+        kind = payload.get("type")
+        if kind == "message":
+            await self._message(payload)
+        elif kind == "confirm":
+            await self._confirm(payload)
+        else:
+            self.send_error_event("bad_event")
+
+    async def _message(self, payload: dict[str, Any]) -> None:
+        if self._turn_running():
+            return self.send_error_event(
+                "confirmation_pending" if self._pending else "turn_in_progress"
+            )
+        text = payload.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return self.send_error_event("bad_message")
+        session = await self._session_for(payload.get("conversation_id"))
+        if session is None:
+            return self.send_error_event("bad_event")
+        self._start(session, session.run_turn(text, transport="stream"))
+
+    async def _confirm(self, payload: dict[str, Any]) -> None:
+        confirmation_id = payload.get("confirmation_id")
+        confirmed = payload.get("confirmed")
+        if not isinstance(confirmation_id, str) or not isinstance(confirmed, bool):
+            return self.send_error_event("bad_event")
+        if self._turn_running():
+            # The running turn waits for this id: hand it the decision, it streams the rest.
+            if self._pending != confirmation_id or self._session is None:
+                return self.send_error_event("bad_event")
+            if not self._session.confirm(confirmation_id, confirmed):
+                return self.send_error_event("confirmation_unavailable")
+            self._pending = None
+            return None
+        # No turn waits here: a confirmation persisted by a stream (this socket's or an SSE's).
+        conversation_id = payload.get("conversation_id")
+        if conversation_id is None and self._session is None:
+            conversation_id = self.runtime.find_confirmation(self._actor, confirmation_id)
+        session = await self._session_for(conversation_id)
+        if session is None or session.conversation_id is None:
+            return self.send_error_event("bad_event")
+        if self.runtime.store.confirmation(session.conversation_id, confirmation_id) is None:
+            return self.send_error_event("bad_event")  # never existed for this user
+        self._start(
+            session,
+            session.resume(
+                confirmation_id,
+                confirmed,
+                transport="stream",
+                unavailable_code="confirmation_unavailable",
+            ),
+        )
+
+    # -- turns -------------------------------------------------------------------------------
+
+    @property
+    def _actor(self) -> Any:
+        return self.runtime.actor(self.current_user)
+
+    async def _session_for(self, conversation_id: Any) -> ChatSession | None:
+        """The socket's session, switched when a message names another of the user's
+        conversations; None when the id is foreign, unknown or not a string."""
+        if self._session is not None and conversation_id in (None, self._session.conversation_id):
+            return self._session
+        if conversation_id is None:
+            conversation_id = self.get_query_argument("conversation_id", None)
+        try:
+            self._session = await self.runtime.session(self._actor, conversation_id)
+        except KeyError:
+            return None
+        return self._session
+
+    def _turn_running(self) -> bool:
+        return self._forwarder is not None and not self._forwarder.done()
+
+    def _start(self, session: ChatSession, events: Any) -> None:
+        assert session.conversation_id is not None
+        try:
+            run = self.runtime.start(session.conversation_id, events)
+        except TurnBusy:  # the same conversation is streaming over another connection
+            return self.send_error_event("turn_in_progress")
+        self._run = run
+        self._forwarder = asyncio.create_task(self._forward(run))
+
+    async def _forward(self, run: TurnRun) -> None:
+        """Write the turn's events as they come; a closed socket cancels the turn."""
+        try:
+            while (event := await run.next()) is not None:
+                self._track(event)
+                await self.write_message(json.dumps(event.to_dict(), default=str))
+        except WebSocketClosedError:
+            run.cancel()
+        finally:
+            self._pending = None
+
+    def _track(self, event: ChatEvent) -> None:
+        if event.type == "confirm_mutation":
+            self._pending = event.id  # type: ignore[union-attr]
+        elif event.type == "tool_result" and event.id == self._pending:  # type: ignore[union-attr]
+            self._pending = None  # decided, rejected or timed out
+
+    def send_error_event(self, code: str) -> None:
+        """One error event (a refusal: nothing is stored for it)."""
+        with contextlib.suppress(WebSocketClosedError):
+            self.write_message(json.dumps(error_event(code).to_dict()))
+
+    def on_close(self) -> None:
+        """A client that went away cancels its turn (and the provider call in it)."""
+        if self._run is not None:
+            self._run.cancel()
+        if self._forwarder is not None:
+            self._forwarder.cancel()
