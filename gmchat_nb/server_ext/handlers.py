@@ -113,6 +113,22 @@ class GMChatHandler(APIHandler):
             )
         )
 
+    async def begin_turn(self, transport: Any) -> tuple[ChatSession, TurnRun] | None:
+        """Check a ``{"text", "conversation_id"?}`` request and start its turn; None when it was
+        refused (the refusal is already answered)."""
+        try:
+            payload = self.json_body("bad_message")
+            text = payload.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise BadRequest(400, "bad_message")
+            session = await self.session_for(payload.get("conversation_id"))
+            return session, self.start(session, session.run_turn(text, transport=transport))
+        except BadRequest as refused:
+            self.refuse(refused.status, refused.code)
+        except TurnBusy:
+            self.refuse(409, "turn_in_progress")
+        return None
+
     def start(self, session: ChatSession, events: Any) -> TurnRun:
         """Start the turn as a task; TurnBusy when the conversation already runs one."""
         assert session.conversation_id is not None
@@ -133,18 +149,9 @@ class ChatHandler(GMChatHandler):
     async def post(self) -> None:
         """``{"text", "conversation_id"?}`` → ``{"events", "answer", "conversation_id"}``."""
         self.check_permission()
-        try:
-            payload = self.json_body("bad_message")
-            text = payload.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise BadRequest(400, "bad_message")
-            session = await self.session_for(payload.get("conversation_id"))
-            run = self.start(session, session.run_turn(text, transport="http"))
-        except BadRequest as refused:
-            return self.refuse(refused.status, refused.code)
-        except TurnBusy:
-            return self.refuse(409, "turn_in_progress")
-        await self.collect(session, run)
+        started = await self.begin_turn("http")
+        if started is not None:
+            await self.collect(*started)
 
 
 class ConfirmHandler(GMChatHandler):

@@ -14,8 +14,8 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..core.events import ChatEvent
-from .handlers import BadRequest, GMChatHandler, allow
-from .sessions import ChatRuntime, TurnBusy
+from .handlers import GMChatHandler, allow
+from .sessions import ChatRuntime
 
 __all__ = ["StreamHandler", "sse_frame"]
 
@@ -44,17 +44,10 @@ class StreamHandler(GMChatHandler):
     async def post(self) -> None:
         """``{"text", "conversation_id"?}`` → ``text/event-stream`` (errors before it: JSON)."""
         self.check_permission()
-        try:
-            payload = self.json_body("bad_message")
-            text = payload.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise BadRequest(400, "bad_message")
-            session = await self.session_for(payload.get("conversation_id"))
-            run = self.start(session, session.run_turn(text, transport="sse"))
-        except BadRequest as refused:
-            return self.refuse(refused.status, refused.code)
-        except TurnBusy:
-            return self.refuse(409, "turn_in_progress")
+        started = await self.begin_turn("sse")
+        if started is None:
+            return
+        session, run = started
         self._run = run
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
