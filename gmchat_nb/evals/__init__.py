@@ -1,0 +1,28 @@
+"""Evaluations: GeneralManager-format YAML datasets run against providers, judged and reported.
+
+>>> from gmchat_nb import evals
+>>> results = evals.run(dataset="basic_queries", provider="offline")
+>>> results.summary, results.cases
+"""
+
+from __future__ import annotations
+
+from .api import EvalResults, compare, compare_async, run, run_async, select_cases
+from .dataset import Case, DatasetError, load_dataset, parse_cases
+from .judges import Verdict
+from .runner import CaseResult
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "DatasetError",
+    "EvalResults",
+    "Verdict",
+    "compare",
+    "compare_async",
+    "load_dataset",
+    "parse_cases",
+    "run",
+    "run_async",
+    "select_cases",
+]

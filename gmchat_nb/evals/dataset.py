@@ -1,0 +1,341 @@
+"""Eval datasets in GeneralManager 0.87's YAML format (a list of cases), loaded unmodified.
+
+Every case is ``name``, ``description``, ``tier`` (default 0), ``tags``, ``conversation``
+(``[{user: text}, ...]``) and ``expectations``; ``project`` (a demo name or a GraphQL URL,
+default ``inventory``) is our addition. Unknown keys are a :class:`DatasetError` that names the
+key and the case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "Case",
+    "Contract",
+    "DatasetError",
+    "Expectations",
+    "ResultSetExpectation",
+    "ToolCallExpectation",
+    "dataset_dir",
+    "load_dataset",
+    "resolve_datasets",
+]
+
+CASE_KEYS = frozenset(
+    {"name", "description", "tier", "tags", "conversation", "expectations", "project"}
+)
+EXPECTATION_KEYS = frozenset(
+    {
+        "tool_calls",
+        "results_contain",
+        "results_exclude",
+        "answer_contains",
+        "answer_excludes",
+        "result_set",
+        "turns",
+        "contract",
+        "planned",
+    }
+)
+CONTRACT_KEYS = frozenset({"category", "hard", "strategy"})
+HARD_KEYS = frozenset(
+    {
+        "required_tool_calls",
+        "forbidden_tools",
+        "results_contain",
+        "results_exclude",
+        "answer_contains",
+        "answer_excludes",
+        "unavailable_managers",
+    }
+)
+STRATEGY_KEYS = frozenset({"recommended_tool_calls", "strict_order", "fail_on_deviation"})
+RESULT_SET_KEYS = frozenset({"manager", "rows", "fields"})
+TOOL_CALL_KEYS = frozenset({"name", "args_contain"})
+
+
+class DatasetError(ValueError):
+    """A dataset that does not follow the format (the message names the file, case and key)."""
+
+
+@dataclass(frozen=True)
+class ToolCallExpectation:
+    name: str
+    args_contain: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResultSetExpectation:
+    manager: str
+    rows: tuple[Mapping[str, Any], ...]
+    fields: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Contract:
+    category: str = ""
+    required_tool_calls: tuple[ToolCallExpectation, ...] = ()
+    forbidden_tools: tuple[str, ...] = ()
+    results_contain: tuple[Any, ...] = ()
+    results_exclude: tuple[Any, ...] = ()
+    answer_contains: tuple[str, ...] = ()
+    answer_excludes: tuple[str, ...] = ()
+    unavailable_managers: tuple[str, ...] = ()
+    recommended_tool_calls: tuple[ToolCallExpectation, ...] = ()
+    strict_order: bool = False
+    fail_on_deviation: bool = False
+
+
+@dataclass(frozen=True)
+class Expectations:
+    tool_calls: tuple[ToolCallExpectation, ...] | None = None
+    results_contain: tuple[Any, ...] = ()
+    results_exclude: tuple[Any, ...] = ()
+    answer_contains: tuple[str, ...] = ()
+    answer_excludes: tuple[str, ...] = ()
+    result_set: ResultSetExpectation | None = None
+    contract: Contract | None = None
+    turns: tuple[Expectations, ...] = ()
+    planned: Mapping[str, Any] | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def has_results(self) -> bool:
+        return bool(self.results_contain or self.results_exclude)
+
+    @property
+    def has_answer(self) -> bool:
+        return bool(self.answer_contains or self.answer_excludes)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    description: str = ""
+    tier: int = 0
+    tags: tuple[str, ...] = ()
+    conversation: tuple[str, ...] = ()
+    expectations: Expectations = field(default_factory=Expectations)
+    project: str = "inventory"
+    dataset: str = ""
+
+
+def _check_keys(value: Any, allowed: frozenset[str], where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DatasetError(f"{where} must be a mapping, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise DatasetError(
+            f"{where}: unknown key {unknown[0]!r}"
+            + (f" (also {unknown[1:]})" if len(unknown) > 1 else "")
+            + f"; allowed: {sorted(allowed)}"
+        )
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | int | float | bool):
+        return (value,)
+    if not isinstance(value, Sequence):
+        raise DatasetError(f"{where} must be a list")
+    return tuple(value)
+
+
+def _tool_calls(value: Any, where: str) -> tuple[ToolCallExpectation, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise DatasetError(f"{where} must be a list of {{name, args_contain}}")
+    calls = []
+    for number, item in enumerate(value, start=1):
+        if isinstance(item, str):
+            item = {"name": item}
+        spec = _check_keys(item, TOOL_CALL_KEYS, f"{where}[{number}]")
+        if not isinstance(spec.get("name"), str):
+            raise DatasetError(f"{where}[{number}] needs a 'name'")
+        args = spec.get("args_contain") or {}
+        if not isinstance(args, Mapping):
+            raise DatasetError(f"{where}[{number}].args_contain must be a mapping")
+        calls.append(ToolCallExpectation(spec["name"], dict(args)))
+    return tuple(calls)
+
+
+def _result_set(value: Any, where: str) -> ResultSetExpectation | None:
+    if value is None:
+        return None
+    spec = _check_keys(value, RESULT_SET_KEYS, where)
+    rows = spec.get("rows")
+    if not isinstance(spec.get("manager"), str) or not isinstance(rows, list):
+        raise DatasetError(f"{where} needs 'manager' and a list of 'rows'")
+    if not all(isinstance(row, Mapping) for row in rows):
+        raise DatasetError(f"{where}.rows must be mappings")
+    fields = spec.get("fields")
+    return ResultSetExpectation(
+        spec["manager"], tuple(dict(r) for r in rows), tuple(fields) if fields else None
+    )
+
+
+def _contract(value: Any, where: str) -> Contract | None:
+    if value is None:
+        return None
+    spec = _check_keys(value, CONTRACT_KEYS, where)
+    hard = _check_keys(spec.get("hard"), HARD_KEYS, f"{where}.hard")
+    strategy = _check_keys(spec.get("strategy"), STRATEGY_KEYS, f"{where}.strategy")
+    return Contract(
+        category=str(spec.get("category") or ""),
+        required_tool_calls=_tool_calls(
+            hard.get("required_tool_calls"), f"{where}.hard.required_tool_calls"
+        ),
+        forbidden_tools=tuple(str(t) for t in _strings(hard.get("forbidden_tools"), where)),
+        results_contain=_strings(hard.get("results_contain"), f"{where}.hard.results_contain"),
+        results_exclude=_strings(hard.get("results_exclude"), f"{where}.hard.results_exclude"),
+        answer_contains=tuple(str(s) for s in _strings(hard.get("answer_contains"), where)),
+        answer_excludes=tuple(str(s) for s in _strings(hard.get("answer_excludes"), where)),
+        unavailable_managers=tuple(
+            str(s) for s in _strings(hard.get("unavailable_managers"), where)
+        ),
+        recommended_tool_calls=_tool_calls(
+            strategy.get("recommended_tool_calls"), f"{where}.strategy.recommended_tool_calls"
+        ),
+        strict_order=bool(strategy.get("strict_order", False)),
+        fail_on_deviation=bool(strategy.get("fail_on_deviation", False)),
+    )
+
+
+def _expectations(value: Any, where: str, *, nested: bool = False) -> Expectations:
+    spec = _check_keys(value, EXPECTATION_KEYS - ({"turns"} if nested else set()), where)
+    turns: tuple[Expectations, ...] = ()
+    if spec.get("turns") is not None:
+        if not isinstance(spec["turns"], list):
+            raise DatasetError(f"{where}.turns must be a list")
+        turns = tuple(
+            _expectations(t, f"{where}.turns[{i}]", nested=True)
+            for i, t in enumerate(spec["turns"], start=1)
+        )
+    tool_calls = spec.get("tool_calls")
+    return Expectations(
+        tool_calls=None if tool_calls is None else _tool_calls(tool_calls, f"{where}.tool_calls"),
+        results_contain=_strings(spec.get("results_contain"), f"{where}.results_contain"),
+        results_exclude=_strings(spec.get("results_exclude"), f"{where}.results_exclude"),
+        answer_contains=tuple(str(s) for s in _strings(spec.get("answer_contains"), where)),
+        answer_excludes=tuple(str(s) for s in _strings(spec.get("answer_excludes"), where)),
+        result_set=_result_set(spec.get("result_set"), f"{where}.result_set"),
+        contract=_contract(spec.get("contract"), f"{where}.contract"),
+        turns=turns,
+        planned=spec.get("planned"),
+        raw=dict(spec),
+    )
+
+
+def parse_case(item: Any, number: int, dataset: str = "") -> Case:
+    """One case from its YAML mapping."""
+    label = f"{dataset}: case {number}" if dataset else f"case {number}"
+    if not isinstance(item, Mapping):
+        raise DatasetError(f"{label} must be a mapping")
+    name = item.get("name")
+    if isinstance(name, str) and name:
+        label = f"{dataset}: case {name!r}" if dataset else f"case {name!r}"
+    _check_keys(item, CASE_KEYS, label)
+    if not isinstance(name, str) or not name:
+        raise DatasetError(f"{label} needs a 'name'")
+    conversation = item.get("conversation")
+    if not isinstance(conversation, list) or not conversation:
+        raise DatasetError(f"{label}: 'conversation' must be a non-empty list of {{user: text}}")
+    messages = []
+    for index, entry in enumerate(conversation, start=1):
+        entry = _check_keys(entry, frozenset({"user"}), f"{label}.conversation[{index}]")
+        if not isinstance(entry.get("user"), str):
+            raise DatasetError(f"{label}.conversation[{index}] needs 'user' text")
+        messages.append(entry["user"])
+    tier = item.get("tier", 0)
+    if not isinstance(tier, int) or isinstance(tier, bool):
+        raise DatasetError(f"{label}: 'tier' must be an integer")
+    tags = item.get("tags") or []
+    if not isinstance(tags, list):
+        raise DatasetError(f"{label}: 'tags' must be a list")
+    expectations = _expectations(item.get("expectations"), f"{label}.expectations")
+    if expectations.turns and len(expectations.turns) != len(messages):
+        raise DatasetError(
+            f"{label}: expectations.turns has {len(expectations.turns)} entries for "
+            f"{len(messages)} user turns"
+        )
+    return Case(
+        name=name,
+        description=str(item.get("description") or ""),
+        tier=tier,
+        tags=tuple(str(t) for t in tags),
+        conversation=tuple(messages),
+        expectations=expectations,
+        project=str(item.get("project") or "inventory"),
+        dataset=dataset,
+    )
+
+
+def parse_cases(data: Any, dataset: str = "") -> list[Case]:
+    """Cases from a loaded YAML document (a list)."""
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise DatasetError(f"{dataset or 'dataset'}: a dataset is a YAML list of cases")
+    cases = [parse_case(item, n, dataset) for n, item in enumerate(data, start=1)]
+    seen: set[str] = set()
+    for case in cases:
+        if case.name in seen:
+            raise DatasetError(f"{dataset}: duplicate case name {case.name!r}")
+        seen.add(case.name)
+    return cases
+
+
+def load_dataset(path: str | Path) -> list[Case]:
+    """The cases of one YAML file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DatasetError(f"cannot read {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise DatasetError(f"{path} is not valid YAML: {error}") from None
+    return parse_cases(data, path.stem)
+
+
+def dataset_dir() -> Path:
+    """``<repo>/evals`` next to the package, else the packaged copy ``gmchat_nb/evals/datasets``."""
+    import gmchat_nb
+
+    repo = Path(gmchat_nb.__file__).resolve().parents[1] / "evals"
+    if repo.is_dir() and any(repo.glob("*.yaml")):
+        return repo
+    return Path(__file__).resolve().parent / "datasets"
+
+
+def resolve_datasets(names: Sequence[str | Path] | str | Path | None = None) -> list[Path]:
+    """Dataset files: names under :func:`dataset_dir` or paths; ``None`` means all of them."""
+    base = dataset_dir()
+    if names is None:
+        return sorted(base.glob("*.yaml")) + sorted(base.glob("*.yml"))
+    if isinstance(names, str | Path):
+        names = [names]
+    paths = []
+    for name in names:
+        candidate = Path(name)
+        if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+            paths.append(candidate)
+            continue
+        for option in (base / f"{name}.yaml", base / f"{name}.yml", base / str(name)):
+            if option.is_file():
+                paths.append(option)
+                break
+        else:
+            available = sorted(p.stem for p in base.glob("*.y*ml"))
+            raise DatasetError(f"unknown dataset {str(name)!r}; available: {available}")
+    return paths

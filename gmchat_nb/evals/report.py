@@ -1,0 +1,234 @@
+"""Reports in GeneralManager 0.87's layouts, trace JSONL records and pandas summaries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .judges import DIMENSIONS, RESULT_SET
+from .runner import CaseResult
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "EVALUATION_CONTRACT",
+    "case_frame",
+    "compare_report",
+    "single_report",
+    "summary_frame",
+    "trace_record",
+    "write_trace",
+]
+
+EVALUATION_CONTRACT = "chat-evaluation/5"
+
+
+def _dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]]:
+    rows = []
+    for dimension in DIMENSIONS:
+        verdicts = [v for r in results for v in r.verdicts if v.dimension == dimension]
+        if dimension == RESULT_SET and not verdicts:
+            continue
+        rows.append((dimension, sum(v.passed for v in verdicts), len(verdicts)))
+    scored = [r for r in results if r.status != "unscored"]
+    rows.append(("Overall", sum(r.passed for r in scored), len(scored)))
+    return rows
+
+
+def _rate(passed: int, total: int) -> str:
+    return f"{passed / total:.0%}" if total else "-"
+
+
+def single_report(results: Sequence[CaseResult], *, verbose: bool = False) -> str:
+    """The single-provider table, outcomes, per-case cost and (verbose) failures."""
+    lines = [f"{'Dimension':<20}{'Pass':>6}{'Total':>7}{'Rate':>9}", "-" * 42]
+    counts = _dimension_counts(results)
+    for dimension, passed, total in counts[:-1]:
+        lines.append(f"{dimension:<20}{passed:>6}{total:>7}{_rate(passed, total):>9}")
+    lines.append("-" * 42)
+    dimension, passed, total = counts[-1]
+    lines.append(f"{dimension:<20}{passed:>6}{total:>7}{_rate(passed, total):>9}")
+    statuses = [r.status for r in results]
+    lines.append(
+        f"Outcomes: {statuses.count('pass')} PASS, {statuses.count('fail')} FAIL, "
+        f"{statuses.count('unscored')} UNSCORED ({EVALUATION_CONTRACT})"
+    )
+    lines.append("")
+    lines.append(f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}{'Seconds':>9}")
+    for r in results:
+        usage = r.usage
+        tokens = usage["input_tokens"] + usage["output_tokens"]
+        lines.append(
+            f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{tokens:>10}"
+            f"{r.seconds:>9.2f}"
+        )
+    if verbose:
+        failed = [r for r in results if r.status != "pass"]
+        if failed:
+            lines.append("")
+            lines.append("Failures:")
+            for r in failed:
+                lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
+                lines.append(f"    status: {r.status}")
+                lines.extend(f"    {reason}" for reason in r.reasons)
+    return "\n".join(lines)
+
+
+def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> str:
+    """Percentages only, a column per provider, plus mean requests and tokens per case."""
+    width = max([12, *(len(p) + 2 for p in providers)])
+    lines = [f"{'Dimension':<20}" + "".join(f"{p:>{width}}" for p in providers)]
+    lines.append("-" * (20 + width * len(providers)))
+    by_provider = {p: [r for r in results if r.provider == p] for p in providers}
+    counts = {p: {d: (a, b) for d, a, b in _dimension_counts(rs)} for p, rs in by_provider.items()}
+    dimensions = [d for d in DIMENSIONS if _any(counts, d)] + ["Overall"]
+    for dimension in dimensions:
+        cells = []
+        for p in providers:
+            passed, total = counts[p].get(dimension, (0, 0))
+            cells.append(f"{_rate(passed, total):>{width}}")
+        lines.append(f"{dimension:<20}" + "".join(cells))
+    for title, key in (("Requests/case", "requests"), ("Tokens/case", "tokens")):
+        cells = []
+        for p in providers:
+            rs = by_provider[p]
+            values = [r.requests if key == "requests" else sum(r.usage.values()) for r in rs]
+            mean = sum(values) / len(values) if values else 0.0
+            cells.append(f"{mean:>{width}.1f}")
+        lines.append(f"{title:<20}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def _any(counts: dict[str, dict[str, tuple[int, int]]], dimension: str) -> bool:
+    return any(c.get(dimension, (0, 0))[1] for c in counts.values())
+
+
+def _contract_block(result: CaseResult) -> dict[str, Any] | None:
+    contract = next((v for v in result.verdicts if v.dimension == "Product contract"), None)
+    if contract is None:
+        return None
+    sense = next((v for v in result.verdicts if v.dimension == "Answer sense"), None)
+    expectation = result.case.expectations.contract
+    return {
+        "category": expectation.category if expectation else "",
+        "passed": contract.passed,
+        "violations": list(contract.reasons),
+        "strategy_deviations": list(contract.deviations),
+        "answer_sense": None
+        if sense is None
+        else {
+            "passed": sense.passed,
+            "score": sense.score,
+            "checks": [],
+            "issues": list(sense.reasons),
+            "abstentions": [],
+        },
+    }
+
+
+def trace_record(result: CaseResult) -> dict[str, Any]:
+    """One case as GeneralManager's trace keys plus ``provider``, ``usage`` and ``verdicts``."""
+    case = result.case
+    result_set = next((v for v in result.verdicts if v.dimension == RESULT_SET), None)
+    return {
+        "case": case.name,
+        "dataset": case.dataset,
+        "description": case.description,
+        "conversation": [{"user": text} for text in case.conversation],
+        "expectations": dict(case.expectations.raw),
+        "tool_calls": [
+            {"name": c["name"], "args": c["args"]} for t in result.turns for c in t.tool_calls
+        ],
+        "tool_results": [item["result"] for t in result.turns for item in t.tool_results],
+        "answer": result.answer,
+        "passed": result.passed,
+        "status": result.status,
+        "abstentions": [],
+        "failure_category": None if result.passed else (result.error or "model_task_failure"),
+        "evaluation_contract": EVALUATION_CONTRACT,
+        "requests": result.requests,
+        "result_set": None
+        if result_set is None
+        else {"passed": result_set.passed, "reason": ";".join(result_set.reasons) or None},
+        "turns": [
+            {
+                "turn": number,
+                "tool_calls": [{"name": c["name"], "args": c["args"]} for c in t.tool_calls],
+                "tool_results": [item["result"] for item in t.tool_results],
+                "answer": t.answer,
+                "error": t.error,
+                "abstentions": [],
+                "requests": t.requests,
+                "usage": t.usage,
+                "seconds": round(t.seconds, 4),
+            }
+            for number, t in enumerate(result.turns, start=1)
+        ],
+        "recovery_events": [],
+        "contract": _contract_block(result),
+        "error": result.error,
+        "reasons": list(result.reasons),
+        "provider": result.provider,
+        "usage": result.usage,
+        "seconds": round(result.seconds, 4),
+        "verdicts": [v.to_dict() for v in result.verdicts],
+    }
+
+
+def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
+    """Truncate ``path`` and write one sorted-key compact JSON object per case."""
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(
+                json.dumps(trace_record(result), sort_keys=True, separators=(",", ":"), default=str)
+                + "\n"
+            )
+
+
+def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
+    """One row per (provider, case)."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {
+            "provider": r.provider,
+            "dataset": r.case.dataset,
+            "case": r.case.name,
+            "tier": r.case.tier,
+            "status": r.status,
+            "passed": r.passed,
+            "requests": r.requests,
+            "input_tokens": r.usage["input_tokens"],
+            "output_tokens": r.usage["output_tokens"],
+            "seconds": r.seconds,
+            "error": r.error,
+            "reasons": "; ".join(r.reasons),
+        }
+        for v in r.verdicts:
+            row[v.dimension] = v.passed
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
+    """Pass counts and rates per (provider, dimension), with Overall."""
+    import pandas as pd
+
+    rows = []
+    providers = list(dict.fromkeys(r.provider for r in results))
+    for p in providers:
+        for dimension, passed, total in _dimension_counts([r for r in results if r.provider == p]):
+            rows.append(
+                {
+                    "provider": p,
+                    "dimension": dimension,
+                    "passed": passed,
+                    "total": total,
+                    "rate": passed / total if total else float("nan"),
+                }
+            )
+    return pd.DataFrame(rows, columns=["provider", "dimension", "passed", "total", "rate"])
