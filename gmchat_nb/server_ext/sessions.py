@@ -126,9 +126,9 @@ class ChatRuntime:
 
     # -- sessions ----------------------------------------------------------------------------
 
-    def resolve_conversation(self, actor: Actor, conversation_id: Any) -> tuple[str, bool]:
+    def resolve_conversation(self, actor: Actor, conversation_id: Any) -> str:
         """The conversation a request means: ``conversation_id`` (KeyError when it is not the
-        actor's), else the actor's most recent one, else a new one. Returns (id, is_new)."""
+        actor's), else the actor's most recent one, else a new one."""
         if conversation_id is not None:
             record = (
                 self.store.conversation(conversation_id)
@@ -137,15 +137,15 @@ class ChatRuntime:
             )
             if record is None or record.actor_id != actor.id:
                 raise KeyError(conversation_id)  # foreign and unknown look alike on purpose
-            return record.id, False
+            return record.id
         existing = self.store.conversations(actor.id)
         if existing:
-            return existing[0].id, not existing[0].title
-        return self.store.create_conversation(actor.id).id, True
+            return existing[0].id
+        return self.store.create_conversation(actor.id).id
 
     async def session(self, actor: Actor, conversation_id: Any) -> ChatSession:
         """A fresh session over the store for this actor's conversation (KeyError if foreign)."""
-        resolved, _ = self.resolve_conversation(actor, conversation_id)
+        resolved = self.resolve_conversation(actor, conversation_id)
         project = await self.project()
         session = ChatSession(
             project,
