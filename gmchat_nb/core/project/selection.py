@@ -26,6 +26,7 @@ from graphql import GraphQLObjectType, parse_type
 from graphql.language import ast
 
 from .errors import ToolError
+from .graphql_types import page_shape
 from .index import FieldInfo, ManagerInfo, RelationInfo, SchemaIndex
 from .names import did_you_mean, normalize_key, singular, suggestion_hint
 
@@ -308,8 +309,6 @@ def _has_argument(resolved: RelationInfo | FieldInfo, name: str) -> bool:
 def _page_shape(
     index: SchemaIndex, manager: ManagerInfo, relation: str, children: dict[str, Shape]
 ) -> Shape:
-    from .graphql_types import page_shape
-
     object_type = index.schema.type_map[manager.type_name]
     assert isinstance(object_type, GraphQLObjectType)
     shape = page_shape(object_type.fields[relation].type)
