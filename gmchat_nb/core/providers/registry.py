@@ -3,7 +3,7 @@
 Specs: ``"openai:gpt-4.1-mini"``, ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"``
 (everything after the first colon is the model), ``"offline"``, ``"scripted:FILE.yaml"``,
 ``"replay:FILE.jsonl"``, ``"record:<spec>"`` (record another provider into
-``provider_config["record_to"]``), a dotted class path, or a provider class or instance.
+``provider_config["record_to"]``, described by the optional ``record_description``), a dotted class path, or a provider class or instance.
 SDK providers are imported only when chosen; a missing SDK says which extra to install.
 """
 
@@ -65,12 +65,13 @@ def create_provider(spec: Any, config: Mapping[str, Any] | None = None) -> BaseL
         from .replay import RecordingProvider
 
         target = config.pop("record_to", None)
+        description = config.pop("record_description", None)
         if not rest or not target:
             raise ProviderSpecError(
                 "record:SPEC wraps another provider and needs provider_config['record_to'] "
                 "(the cassette file to write)"
             )
-        return RecordingProvider(create_provider(rest, config), target)
+        return RecordingProvider(create_provider(rest, config), target, description)
     if kind in SDK_PROVIDERS:
         sdk, extra, module_name, class_name = SDK_PROVIDERS[kind]
         if importlib.util.find_spec(sdk) is None:

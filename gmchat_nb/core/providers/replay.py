@@ -1,10 +1,15 @@
 """Record a real provider's responses into a cassette, and replay them offline.
 
-A cassette is a JSON-lines file; each line is one provider request: the SHA-256 of the request
-(messages and tools, canonical JSON) and the events streamed back. Replaying serves the next
-recorded response only when the request hashes the same, so a notebook or an eval runs offline
-exactly as it ran against the real model — and a request that differs is a clear error naming
-both hashes, never a silent guess.
+A cassette is a JSON-lines file. Its optional first line is a header,
+``{"cassette": {"label": ..., "description": ...}}``, naming what was recorded (the label is the
+provider's column in eval reports; the description is printed beside it, so a scripted stand-in
+can never pass for a real model). Every other line is one provider request: the SHA-256 of the
+request (messages and tools, canonical JSON) and the events streamed back.
+
+Replaying serves a recorded response only for a request that hashes the same, so a notebook or an
+eval runs offline exactly as it ran against the real model, and a request that differs is a clear
+error naming its hash, never a silent guess. Responses are looked up by hash (repeated requests are
+served in recorded order), so one cassette holds a whole eval run whose cases replay concurrently.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,7 +34,9 @@ from .base import (
     ToolDefinition,
 )
 
-__all__ = ["RecordingProvider", "ReplayProvider", "request_hash"]
+__all__ = ["CASSETTE_HEADER", "RecordingProvider", "ReplayProvider", "request_hash"]
+
+CASSETTE_HEADER = "cassette"
 
 
 def request_hash(messages: list[Message], tools: list[ToolDefinition]) -> str:
@@ -76,7 +84,7 @@ def _event_from_json(payload: Mapping[str, Any]) -> ProviderEvent:
 
 
 class ReplayProvider(BaseLLMProvider):
-    """Plays back a cassette (config ``path``) in order, checking each request's hash."""
+    """Plays back a cassette (config ``path``), serving each request its recorded response."""
 
     name: ClassVar[str] = "replay"
 
@@ -90,41 +98,76 @@ class ReplayProvider(BaseLLMProvider):
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except OSError as error:
             raise ValueError(f"cannot read the cassette {self.path}: {error.strerror}") from None
-        self._entries = [json.loads(line) for line in lines if line.strip()]
-        self._position = 0
+        self.header: dict[str, Any] = {}
+        self._responses: dict[str, deque[list[dict[str, Any]]]] = {}
+        self.recorded = 0
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{self.path.name} line {number} is not JSON: {error}") from None
+            if CASSETTE_HEADER in entry:
+                self.header = dict(entry[CASSETTE_HEADER] or {})
+                continue
+            digest = entry.get("request_hash")
+            if not isinstance(digest, str):
+                raise ValueError(f"{self.path.name} line {number} has no request_hash")
+            self._responses.setdefault(digest, deque()).append(list(entry.get("events") or []))
+            self.recorded += 1
+        self._served = 0
+
+    @property
+    def label(self) -> str:
+        """The recorded provider's label from the header, else ``replay:<file stem>``."""
+        return str(self.header.get("label") or f"replay:{self.path.stem}")
+
+    @property
+    def description(self) -> str | None:
+        """What the cassette holds, from its header (shown in eval reports)."""
+        text = self.header.get("description")
+        return str(text) if text else None
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
-        """Serve the next recorded response if this is the request that was recorded."""
+        """Serve the recorded response to this exact request."""
         digest = request_hash(messages, tools)
-        if self._position >= len(self._entries):
+        self._served += 1
+        queue = self._responses.get(digest)
+        if queue is None:
             raise ProviderError(
-                f"the cassette {self.path.name} has no request {self._position + 1} "
-                f"(hash {digest[:12]}); record it again"
+                f"request {self._served} differs from the cassette {self.path.name}: it recorded "
+                f"no request with hash {digest[:12]}; the prompt, tools, data or conversation "
+                "changed since it was recorded: record it again"
             )
-        entry = self._entries[self._position]
-        if entry.get("request_hash") != digest:
+        if not queue:
             raise ProviderError(
-                f"request {self._position + 1} differs from the cassette {self.path.name} "
-                f"(recorded {str(entry.get('request_hash'))[:12]}, now {digest[:12]}); "
-                "the prompt, tools or conversation changed: record it again"
+                f"the cassette {self.path.name} has no more responses to request {digest[:12]} "
+                "(it was asked more often than when it was recorded): record it again"
             )
-        self._position += 1
-        for payload in entry.get("events") or []:
+        for payload in queue.popleft():
             yield _event_from_json(payload)
 
 
 class RecordingProvider(BaseLLMProvider):
-    """Wraps any provider and appends each completed response to a cassette file."""
+    """Wraps any provider and appends each completed response to a cassette file.
+
+    A new (or empty) cassette starts with a header naming the wrapped provider's label and
+    ``description`` (default: "recorded from <label>").
+    """
 
     name: ClassVar[str] = "record"
 
-    def __init__(self, inner: BaseLLMProvider, path: str | Path) -> None:
+    def __init__(
+        self, inner: BaseLLMProvider, path: str | Path, description: str | None = None
+    ) -> None:
         super().__init__(inner.provider_config)
         self.inner = inner
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.description = description or f"recorded from {inner.label}"
 
     @property
     def label(self) -> str:
@@ -150,6 +193,10 @@ class RecordingProvider(BaseLLMProvider):
         async for event in self.inner.complete(messages, tools):
             events.append(_event_to_json(event))
             yield event
-        line = json.dumps({"request_hash": digest, "events": events}, sort_keys=True)
+        lines = []
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            header = {"label": self.label, "description": self.description}
+            lines.append(json.dumps({CASSETTE_HEADER: header}, sort_keys=True))
+        lines.append(json.dumps({"request_hash": digest, "events": events}, sort_keys=True))
         with self.path.open("a", encoding="utf-8") as cassette:
-            cassette.write(line + "\n")
+            cassette.write("".join(line + "\n" for line in lines))

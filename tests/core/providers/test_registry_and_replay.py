@@ -108,9 +108,12 @@ async def test_a_recorded_turn_replays_identically_offline(script: Path, tmp_pat
     recorded = await ask(
         RecordingProvider(ScriptedProvider({"path": str(script)}), cassette), "Densest?"
     )
-    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    header, *lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert header == {"cassette": {"label": "scripted", "description": "recorded from scripted"}}
     assert len(lines) == 2 and all(len(line["request_hash"]) == 64 for line in lines)
-    replayed = await ask(ReplayProvider({"path": str(cassette)}), "Densest?")
+    replay = ReplayProvider({"path": str(cassette)})
+    assert (replay.label, replay.description) == ("scripted", "recorded from scripted")
+    replayed = await ask(replay, "Densest?")
     assert replayed == recorded
     assert replayed[-2]["content"] == "The densest materials are Lead and Copper."
     assert replayed[-1]["usage"] == {"input_tokens": 31, "output_tokens": 12}
@@ -136,4 +139,33 @@ async def test_chat_record_to_writes_a_cassette(script: Path, tmp_path: Path) ->
         await chat.ask("Densest?")
     finally:
         await chat.aclose()
-    assert len(cassette.read_text().splitlines()) == 2
+    assert len(cassette.read_text().splitlines()) == 3  # the header and two responses
+
+
+async def test_one_cassette_replays_interleaved_conversations_by_request(
+    script: Path, tmp_path: Path
+) -> None:
+    """Eval cases share one cassette and run concurrently: lookup is by request, not position."""
+    cassette = tmp_path / "suite.jsonl"
+    recorder = RecordingProvider(
+        ScriptedProvider({"path": str(script)}), cassette, "a scripted stand-in, not a model"
+    )
+    first = await ask(recorder, "Densest?")
+    recorder.inner = ScriptedProvider({"rounds": [{"text": "Hello."}]})
+    second = await ask(recorder, "Hi")
+    replay = ReplayProvider({"path": str(cassette)})
+    assert replay.description == "a scripted stand-in, not a model"
+    assert await ask(replay, "Hi") == second  # recorded last, replayed first
+    assert await ask(replay, "Densest?") == first
+    events = await ask(replay, "Hi")  # asked once more than recorded
+    assert events[-1]["code"] == "provider_failed"
+
+
+def test_a_cassette_without_header_is_labelled_by_its_file(tmp_path: Path) -> None:
+    cassette = tmp_path / "oracle-openai.jsonl"
+    cassette.write_text(json.dumps({"request_hash": "0" * 64, "events": []}) + "\n")
+    replay = ReplayProvider({"path": str(cassette)})
+    assert (replay.label, replay.description, replay.recorded) == ("replay:oracle-openai", None, 1)
+    cassette.write_text("{not json\n")
+    with pytest.raises(ValueError, match="line 1 is not JSON"):
+        ReplayProvider({"path": str(cassette)})
