@@ -176,13 +176,24 @@ def successful_queries(turn: TurnData) -> list[dict[str, Any]]:
     return out
 
 
+# a thousands separator between digit groups: "1,450", "1 450" (narrow/no-break spaces), "1'450"
+_DIGIT_GROUP = re.compile(r"(?<=\d)[,\u00a0\u202f'](?=\d{3}(?!\d))")
+
+
+def _plain_numbers(text: str) -> str:
+    return _DIGIT_GROUP.sub("", text)
+
+
 def mentions(text: str, term: str) -> bool:
-    """Whole-word, case-insensitive: ``no`` is not found in ``not`` or ``know``."""
-    term = term.strip()
+    """Whole-word, case-insensitive: ``no`` is not found in ``not`` or ``know``.
+
+    Thousands separators are ignored on both sides, so ``1450`` is found in "1,450 EUR".
+    """
+    term = _plain_numbers(term.strip())
     if not term:
         return True
     pattern = r"(?<!\w)" + re.escape(term) + r"(?!\w)"
-    return re.search(pattern, text, flags=re.IGNORECASE) is not None
+    return re.search(pattern, _plain_numbers(text), flags=re.IGNORECASE) is not None
 
 
 # -- judges --------------------------------------------------------------------------------------
@@ -306,8 +317,9 @@ def judge_result_set(
 
 
 _NEGATION = re.compile(
-    r"\b(no|not|none|isn't|aren't|doesn't|don't|cannot|can't|unavailable|unable|neither|nor|"
-    r"without|lack|missing|unknown)\b",
+    r"\b(no|not|none|nothing|never|nobody|no one|isn't|aren't|wasn't|weren't|doesn't|don't|"
+    r"didn't|hasn't|haven't|couldn't|won't|cannot|can't|unavailable|unable|neither|nor|"
+    r"without|lack|lacks|missing|unknown)\b",
     re.IGNORECASE,
 )
 _DEFERRAL = re.compile(
@@ -325,9 +337,14 @@ def _manager_words(name: str) -> list[str]:
     return sorted(words)
 
 
+def _sentences(text: str) -> list[str]:
+    """Split at . ! ? followed by white space ("PayrollShift.name" and "e.g." end nothing)."""
+    return re.split(r"(?<=[.!?])\s+|\n+", text.replace("\u2019", "'"))
+
+
 def _claims_available(answer: str, manager: str) -> bool:
     """A sentence naming the manager without any negation claims it is available."""
-    for sentence in re.split(r"(?<=[.!?\n])\s*", answer):
+    for sentence in _sentences(answer):
         named = any(mentions(sentence, word) for word in _manager_words(manager))
         if named and not _NEGATION.search(sentence):
             return True
@@ -343,7 +360,7 @@ def judge_answer_sense(answer: str, expected_values: Iterable[Any] = ()) -> Verd
         issues.append("no_raw_query_syntax")
     for value in expected_values:
         text = str(value)
-        for sentence in re.split(r"(?<=[.!?\n])\s*", answer):
+        for sentence in _sentences(answer):
             if mentions(sentence, text) and re.search(
                 r"\b(no|not|none)\b[^.]{0,20}" + re.escape(text), sentence, re.IGNORECASE
             ):
