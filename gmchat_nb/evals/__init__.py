@@ -10,13 +10,14 @@ from __future__ import annotations
 from .api import EvalResults, compare, compare_async, run, run_async, select_cases
 from .dataset import Case, DatasetError, load_dataset, parse_cases
 from .judges import Verdict
-from .runner import CaseResult
+from .runner import CaseResult, ResultCallback
 
 __all__ = [
     "Case",
     "CaseResult",
     "DatasetError",
     "EvalResults",
+    "ResultCallback",
     "Verdict",
     "compare",
     "compare_async",

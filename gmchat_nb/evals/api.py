@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .dataset import Case, DatasetError, load_dataset, parse_cases, resolve_datasets
+from .html_report import html_report, write_html_report
 from .report import case_frame, compare_report, single_report, summary_frame, write_trace
-from .runner import CaseResult, run_cases
+from .runner import CaseResult, ResultCallback, run_cases
+from .trajectory import trajectory_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,36 +22,94 @@ __all__ = ["EvalResults", "compare", "compare_async", "run", "run_async", "selec
 
 @dataclass
 class EvalResults:
+    """The results of one run: a :class:`CaseResult` per (provider, case), providers in order."""
+
     results: list[CaseResult]
     providers: list[str]
 
     @property
+    def scored(self) -> int:
+        """How many results were scored (passed or failed, not unscored)."""
+        return sum(r.status != "unscored" for r in self.results)
+
+    @property
+    def unscored(self) -> int:
+        """How many results could not be scored (provider or chat unavailable)."""
+        return sum(r.status == "unscored" for r in self.results)
+
+    @property
     def passed(self) -> bool:
-        return all(r.status != "fail" for r in self.results)
+        """No case failed and at least one was scored: a run that scored nothing proves nothing."""
+        return self.scored > 0 and all(r.status != "fail" for r in self.results)
 
     @property
     def summary(self) -> pd.DataFrame:
+        """Pass counts and rates per (provider, dimension), with Overall."""
         return summary_frame(self.results)
 
     @property
     def cases(self) -> pd.DataFrame:
+        """One row per (provider, case): status, cost, failure category, provider note."""
         return case_frame(self.results)
 
-    def report(self, verbose: bool = False) -> str:
+    def report(self, verbose: bool = False, timings: bool = True) -> str:
+        """The GeneralManager-style text report (a comparison for several providers).
+
+        ``verbose`` adds failures and next actions; ``timings=False`` leaves out the Seconds
+        column so that the text is the same on every run (notebook outputs checked by nbval).
+        """
         if len(self.providers) > 1:
             return compare_report(self.results, self.providers)
-        return single_report(self.results, verbose=verbose)
+        return single_report(self.results, verbose=verbose, timings=timings)
+
+    def html(self, timings: bool = True) -> str:
+        """The report as one self-contained HTML document."""
+        return html_report(self.results, self.providers, timings=timings)
+
+    def write_html(self, path: str | Path, timings: bool = True) -> None:
+        """Write :meth:`html` to ``path``."""
+        write_html_report(self.results, path, self.providers, timings=timings)
 
     def write_trace(self, path: str | Path) -> None:
+        """One sorted-key JSON object per case (GeneralManager's ``--trace-jsonl`` records)."""
         write_trace(self.results, path)
 
+    def result(self, case: str, provider: str | None = None) -> CaseResult:
+        """The result of ``case`` (by name) for ``provider`` (a label; default the first)."""
+        label = provider or self.providers[0]
+        for result in self.results:
+            if result.case.name == case and result.provider == label:
+                return result
+        known = sorted({r.case.name for r in self.results})
+        raise KeyError(
+            f"no result for case {case!r} and provider {label!r}; providers: {self.providers}, "
+            f"cases: {len(known)} (e.g. {known[:3]})"
+        )
+
+    def trajectory(self, case: str, provider: str | None = None) -> pd.DataFrame:
+        """Every step of one case, turn by turn: the question, tool calls, results, answer."""
+        return trajectory_frame(self.result(case, provider))
+
     def plot(self, **kwargs: Any) -> Any:
-        """A bar chart of pass rates per dimension (needs matplotlib)."""
-        table = self.summary.pivot(index="dimension", columns="provider", values="rate")
-        return table.plot.barh(**kwargs)
+        """Horizontal bars of the pass rate per dimension, a bar per provider (needs matplotlib).
+
+        Dimensions read top-down in the report's order (Overall last); ``kwargs`` go to
+        ``DataFrame.plot.barh``. Returns the matplotlib Axes.
+        """
+        summary = self.summary
+        order = list(dict.fromkeys(summary["dimension"]))
+        table = summary.pivot(index="dimension", columns="provider", values="rate")
+        table = table.reindex(index=order[::-1], columns=self.providers)
+        axes = table.plot.barh(**{"xlim": (0, 1), **kwargs})
+        handles, labels = axes.get_legend_handles_labels()  # barh lists the last column on top
+        axes.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1))
+        axes.set_xlabel("pass rate")
+        axes.set_ylabel("")
+        return axes
 
     def __repr__(self) -> str:
-        return self.report()
+        # without timings: a notebook cell showing the results stays the same from run to run
+        return self.report(timings=False)
 
 
 def select_cases(
@@ -86,20 +146,30 @@ async def compare_async(
     concurrency: int = 4,
     model: str | None = None,
     project: str | None = None,
+    exposed: Sequence[str] | None = None,
     provider_config: Mapping[str, Any] | None = None,
+    on_result: ResultCallback | None = None,
 ) -> EvalResults:
+    """Run the selected cases against every provider (see :func:`compare`)."""
     cases = select_cases(dataset, tier=tier, tags=tags)
     config = dict(provider_config or {})
     if model:
         config["model"] = model
     results = await run_cases(
-        cases, list(providers), concurrency=concurrency, provider_config=config, project=project
+        cases,
+        list(providers),
+        concurrency=concurrency,
+        provider_config=config,
+        project=project,
+        exposed=exposed,
+        on_result=on_result,
     )
     labels = list(dict.fromkeys(r.provider for r in results)) or [str(p) for p in providers]
     return EvalResults(results, labels)
 
 
 async def run_async(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalResults:
+    """Run ``dataset`` against one provider (see :func:`run`); for a running event loop."""
     return await compare_async([provider], dataset, **options)
 
 
@@ -107,16 +177,25 @@ def _sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise RuntimeError("an event loop is running here: use `await run_async(...)`")
+        pass  # no loop: run below, outside this handler, so errors do not chain onto it
+    else:
+        coro.close()
+        raise RuntimeError("an event loop is running here: use `await run_async(...)`")
+    return asyncio.run(coro)
 
 
 def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalResults:
-    """Run ``dataset`` (names, paths, inline cases; default all) against one provider."""
+    """Run ``dataset`` (names, paths, inline cases; default all) against one provider.
+
+    Options: ``tier``, ``tags``, ``concurrency`` (4), ``model``, ``project`` (a demo name or a
+    GraphQL URL for every case), ``exposed`` (the managers the chat may see there),
+    ``provider_config``, and ``on_result`` (called with each :class:`CaseResult` as its case
+    finishes, e.g. to drive a progress bar).
+    """
     return _sync(run_async(dataset, provider, **options))  # type: ignore[no-any-return]
 
 
 def compare(providers: Sequence[Any], dataset: Any = None, **options: Any) -> EvalResults:
-    """Run the same cases against several providers (a column per provider in the report)."""
+    """Run the same cases against several providers (a column per provider in the report);
+    the options are :func:`run`'s."""
     return _sync(compare_async(providers, dataset, **options))  # type: ignore[no-any-return]

@@ -1,19 +1,38 @@
 """``python -m gmchat_nb.evals``: run eval datasets and print GeneralManager-style reports.
 
-Exit status: 0 when every selected case passed, 1 when any failed, 2 for usage errors, unknown
-datasets or an empty selection.
+Exit status:
+
+* 0 -- every selected case that could be scored passed (the report says how many were unscored);
+* 1 -- a case failed, or a provider could not score a single case (unscored: it could not be
+  reached, or the chat failed around it); stderr says which;
+* 2 -- the run could not start: bad options, an unknown dataset, an empty selection, a provider
+  spec that cannot be constructed, a ``--project`` that cannot be opened, or an output file
+  that cannot be written.
+
+The report goes to stdout. On a terminal, a progress bar over the cases goes to stderr; it is left
+out when stderr is not a terminal (CI logs, pipes, tests).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import EvalResults
+    from .runner import CaseResult
 
 __all__ = ["build_parser", "main"]
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (``--help`` needs no configuration)."""
     parser = argparse.ArgumentParser(
         prog="python -m gmchat_nb.evals",
         description="Run chat evaluation datasets (GeneralManager's YAML format) against providers.",
@@ -21,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--provider",
         default="offline",
-        help="provider spec (offline, scripted:FILE, openai:MODEL, ...)",
+        help="provider spec (offline, scripted:FILE, replay:FILE, openai:MODEL, ...)",
     )
     parser.add_argument("--model", help="model name passed to the provider")
     parser.add_argument(
@@ -35,53 +54,187 @@ def build_parser() -> argparse.ArgumentParser:
         dest="project",
         help="demo project (inventory, large) or GraphQL URL for every case",
     )
+    parser.add_argument(
+        "--exposed",
+        metavar="NAME[,NAME...]",
+        help="managers the chat may see in --project (a GraphQL server cannot say which of its "
+        "managers are chat-exposed; default all)",
+    )
     parser.add_argument("--tier", type=int, help="only cases of this tier")
     parser.add_argument("--tag", action="append", default=[], help="required tag (repeatable)")
     parser.add_argument("--compare", help="comma-separated provider specs to compare")
     parser.add_argument("--concurrency", type=int, default=4, help="cases run at once (4)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list failures")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="list failures and next actions"
+    )
     parser.add_argument("--trace-jsonl", metavar="PATH", help="write one JSON record per case")
+    parser.add_argument(
+        "--report-html", metavar="PATH", help="also write the report as a self-contained HTML file"
+    )
+    parser.add_argument(
+        "--record-to",
+        metavar="PATH",
+        help="record --provider's responses into this cassette; replay it later with "
+        "--provider replay:PATH (no key, no cost)",
+    )
     return parser
 
 
+def _error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _check_providers(specs: Sequence[str], config: dict[str, Any]) -> str | None:
+    """The first problem constructing a spec, or None: a typo should not cost a whole run."""
+    from ..core.providers.registry import create_provider
+
+    for spec in specs:
+        try:
+            create_provider(spec, config)
+        except Exception as error:  # any constructor failure means this spec cannot run a case
+            return f"cannot use the provider {spec!r}: {error}"
+    return None
+
+
+async def _check_project(target: str, exposed: Sequence[str] | None) -> None:
+    from .runner import open_project
+
+    project = await open_project(target, exposed)
+    await project.aclose()
+
+
+def _progress(total: int) -> tuple[Callable[[CaseResult], None], Callable[[], None]]:
+    """A tqdm bar on stderr: the callback for each finished case, and a function to close it."""
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type information
+
+    # redrawn on every finished case: a case takes far longer than drawing a line
+    bar = tqdm(
+        total=total,
+        file=sys.stderr,
+        unit="case",
+        desc="eval",
+        leave=False,
+        mininterval=0,
+        miniters=1,
+    )
+    counts = {"pass": 0, "fail": 0, "unscored": 0}
+
+    def update(result: CaseResult) -> None:
+        counts[result.status] = counts.get(result.status, 0) + 1
+        bar.set_postfix_str(", ".join(f"{n} {s}" for s, n in counts.items()), refresh=False)
+        bar.update(1)
+
+    return update, bar.close
+
+
+def _exit_status(results: EvalResults) -> int:
+    """1 for a failed case or a provider that scored nothing; stderr says what was unscored."""
+    status = EXIT_FAILED if any(r.status == "fail" for r in results.results) else EXIT_OK
+    for provider in results.providers:
+        mine = [r for r in results.results if r.provider == provider]
+        unscored = [r for r in mine if r.status == "unscored"]
+        if not unscored:
+            continue
+        who = f" with {provider}" if len(results.providers) > 1 else ""
+        if len(unscored) == len(mine):
+            first = unscored[0].reasons[0] if unscored[0].reasons else unscored[0].error
+            _error(f"no case could be scored{who} ({len(mine)} unscored; first: {first})")
+            status = EXIT_FAILED
+        else:
+            print(
+                f"warning: {len(unscored)} of {len(mine)} cases{who} were unscored and are left "
+                "out of the rates",
+                file=sys.stderr,
+            )
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``) and return the exit status."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    from .api import compare
+    from .api import compare, select_cases
     from .dataset import DatasetError
 
     providers = [args.provider]
     if args.compare:
-        providers = [p.strip() for p in args.compare.split(",") if p.strip()]
+        providers = _names(args.compare)
         if not providers:
-            print("error: --compare needs provider specs", file=sys.stderr)
-            return 2
+            _error("--compare needs provider specs")
+            return EXIT_USAGE
     if args.concurrency < 1:
-        print("error: --concurrency must be at least 1", file=sys.stderr)
-        return 2
-    project = args.project
-    if project == "toy":
-        project = "inventory"
+        _error("--concurrency must be at least 1")
+        return EXIT_USAGE
+    if args.record_to and args.compare:
+        _error("--record-to records one provider; run it once per provider instead of --compare")
+        return EXIT_USAGE
+    project = "inventory" if args.project == "toy" else args.project
+    exposed = None
+    if args.exposed is not None:
+        exposed = _names(args.exposed)
+        if not exposed:
+            _error("--exposed needs manager names")
+            return EXIT_USAGE
+        if not project:
+            _error("--exposed applies to --project; name the project (a GraphQL URL or demo)")
+            return EXIT_USAGE
+    config: dict[str, Any] = {"model": args.model} if args.model else {}
+    if args.record_to:
+        providers = [f"record:{args.provider}"]
+        config["record_to"] = args.record_to
+    problem = _check_providers(providers, config)
+    if problem:
+        _error(problem)
+        return EXIT_USAGE
+    try:
+        cases = select_cases(args.dataset, tier=args.tier, tags=args.tag)
+    except DatasetError as error:
+        _error(str(error))
+        return EXIT_USAGE
+    if not cases:
+        _error("no cases selected")
+        return EXIT_USAGE
+    if project:
+        try:
+            asyncio.run(_check_project(project, exposed))
+        except Exception as error:  # unreachable URL, unknown demo or exposed name: say which
+            _error(f"cannot open the project {project}: {error}")
+            return EXIT_USAGE
+    outputs = [Path(p) for p in (args.trace_jsonl, args.report_html, args.record_to) if p]
+    for path in outputs:
+        try:  # truncated at the start (as GeneralManager does), so a bad path costs no run
+            path.open("w", encoding="utf-8").close()
+        except OSError as error:
+            _error(f"cannot write {path}: {error.strerror or error}")
+            return EXIT_USAGE
+
+    on_result: Callable[[CaseResult], None] | None = None
+    close: Callable[[], None] | None = None
+    if sys.stderr.isatty():
+        on_result, close = _progress(len(cases) * len(providers))
     try:
         results = compare(
             providers,
-            args.dataset,
-            tier=args.tier,
-            tags=args.tag,
+            cases,
             concurrency=args.concurrency,
-            model=args.model,
+            provider_config=config,
             project=project,
+            exposed=exposed,
+            on_result=on_result,
         )
-    except DatasetError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    if not results.results:
-        print("error: no cases selected", file=sys.stderr)
-        return 2
+    finally:
+        if close is not None:
+            close()
     if args.trace_jsonl:
         results.write_trace(args.trace_jsonl)
+    if args.report_html:
+        results.write_html(args.report_html)
     print(results.report(verbose=args.verbose))
-    return 1 if any(r.status == "fail" for r in results.results) else 0
+    return _exit_status(results)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .judges import DIMENSIONS, RESULT_SET
 from .runner import CaseResult
 
@@ -17,6 +18,9 @@ __all__ = [
     "EVALUATION_CONTRACT",
     "case_frame",
     "compare_report",
+    "dimension_counts",
+    "provider_lines",
+    "provider_notes",
     "single_report",
     "summary_frame",
     "trace_record",
@@ -26,14 +30,17 @@ __all__ = [
 EVALUATION_CONTRACT = "chat-evaluation/5"
 
 
-def _dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]]:
+def dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]]:
+    """``(dimension, passed, total)`` per judged dimension, then ``Overall``; unscored cases
+    count nowhere."""
     rows = []
+    # an unscored case says nothing about any dimension, whatever its partial verdicts were
+    scored = [r for r in results if r.status != "unscored"]
     for dimension in DIMENSIONS:
-        verdicts = [v for r in results for v in r.verdicts if v.dimension == dimension]
+        verdicts = [v for r in scored for v in r.verdicts if v.dimension == dimension]
         if dimension == RESULT_SET and not verdicts:
             continue
         rows.append((dimension, sum(v.passed for v in verdicts), len(verdicts)))
-    scored = [r for r in results if r.status != "unscored"]
     rows.append(("Overall", sum(r.passed for r in scored), len(scored)))
     return rows
 
@@ -42,10 +49,37 @@ def _rate(passed: int, total: int) -> str:
     return f"{passed / total:.0%}" if total else "-"
 
 
-def single_report(results: Sequence[CaseResult], *, verbose: bool = False) -> str:
-    """The single-provider table, outcomes, per-case cost and (verbose) failures."""
+def provider_notes(results: Sequence[CaseResult]) -> dict[str, str]:
+    """Provider label -> its description, for the providers that have one (in run order)."""
+    notes: dict[str, str] = {}
+    for r in results:
+        if r.provider_note and r.provider not in notes:
+            notes[r.provider] = r.provider_note
+    return notes
+
+
+def provider_lines(results: Sequence[CaseResult]) -> list[str]:
+    """``Providers:`` and ``  label: description`` lines; empty when no provider describes itself.
+
+    Printed in every report so that a replayed or scripted stand-in is never read as a real model.
+    """
+    notes = provider_notes(results)
+    if not notes:
+        return []
+    return ["Providers:", *(f"  {label}: {note}" for label, note in notes.items())]
+
+
+def single_report(
+    results: Sequence[CaseResult], *, verbose: bool = False, timings: bool = True
+) -> str:
+    """The single-provider table, outcomes, per-case cost, diagnostics and (verbose) failures
+    and next actions.
+
+    ``timings=False`` leaves out the Seconds column, so the text is the same on every run (for
+    notebook outputs that nbval compares).
+    """
     lines = [f"{'Dimension':<20}{'Pass':>6}{'Total':>7}{'Rate':>9}", "-" * 42]
-    counts = _dimension_counts(results)
+    counts = dimension_counts(results)
     for dimension, passed, total in counts[:-1]:
         lines.append(f"{dimension:<20}{passed:>6}{total:>7}{_rate(passed, total):>9}")
     lines.append("-" * 42)
@@ -56,24 +90,30 @@ def single_report(results: Sequence[CaseResult], *, verbose: bool = False) -> st
         f"Outcomes: {statuses.count('pass')} PASS, {statuses.count('fail')} FAIL, "
         f"{statuses.count('unscored')} UNSCORED ({EVALUATION_CONTRACT})"
     )
+    lines.extend(provider_lines(results))
     lines.append("")
-    lines.append(f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}{'Seconds':>9}")
+    header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}"
+    lines.append(header + (f"{'Seconds':>9}" if timings else ""))
     for r in results:
         usage = r.usage
         tokens = usage["input_tokens"] + usage["output_tokens"]
-        lines.append(
-            f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{tokens:>10}"
-            f"{r.seconds:>9.2f}"
-        )
-    if verbose:
-        failed = [r for r in results if r.status != "pass"]
-        if failed:
+        row = f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{tokens:>10}"
+        lines.append(row + (f"{r.seconds:>9.2f}" if timings else ""))
+    failed = [r for r in results if r.status != "pass"]
+    if verbose and failed:
+        lines.append("")
+        lines.append("Failures:")
+        for r in failed:
+            lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
+            lines.append(f"    status: {r.status}")
+            lines.extend(f"    {reason}" for reason in r.reasons)
+    diagnostics = diagnostics_lines(results)
+    if diagnostics:
+        if not (verbose and failed):  # GeneralManager prints Diagnostics right under Failures
             lines.append("")
-            lines.append("Failures:")
-            for r in failed:
-                lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
-                lines.append(f"    status: {r.status}")
-                lines.extend(f"    {reason}" for reason in r.reasons)
+        lines.extend(diagnostics)
+        if verbose:
+            lines.extend(next_action_lines(results))
     return "\n".join(lines)
 
 
@@ -83,7 +123,7 @@ def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> s
     lines = [f"{'Dimension':<20}" + "".join(f"{p:>{width}}" for p in providers)]
     lines.append("-" * (20 + width * len(providers)))
     by_provider = {p: [r for r in results if r.provider == p] for p in providers}
-    counts = {p: {d: (a, b) for d, a, b in _dimension_counts(rs)} for p, rs in by_provider.items()}
+    counts = {p: {d: (a, b) for d, a, b in dimension_counts(rs)} for p, rs in by_provider.items()}
     dimensions = [d for d in DIMENSIONS if _any(counts, d)] + ["Overall"]
     for dimension in dimensions:
         cells = []
@@ -99,6 +139,13 @@ def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> s
             mean = sum(values) / len(values) if values else 0.0
             cells.append(f"{mean:>{width}.1f}")
         lines.append(f"{title:<20}" + "".join(cells))
+    if any(r.status == "unscored" for r in results):
+        # GeneralManager's comparison shows rates only; say how many cases the rates leave out
+        cells = [
+            f"{sum(r.status == 'unscored' for r in by_provider[p]):>{width}}" for p in providers
+        ]
+        lines.append(f"{'Unscored':<20}" + "".join(cells))
+    lines.extend(provider_lines(results))
     return "\n".join(lines)
 
 
@@ -130,9 +177,11 @@ def _contract_block(result: CaseResult) -> dict[str, Any] | None:
 
 
 def trace_record(result: CaseResult) -> dict[str, Any]:
-    """One case as GeneralManager's trace keys plus ``provider``, ``usage`` and ``verdicts``."""
+    """One case as GeneralManager's trace keys plus ``provider``, ``provider_note``,
+    ``failure_owner``, ``usage`` and ``verdicts``."""
     case = result.case
     result_set = next((v for v in result.verdicts if v.dimension == RESULT_SET), None)
+    diagnosis = None if result.passed else primary_diagnosis(result)
     return {
         "case": case.name,
         "dataset": case.dataset,
@@ -147,7 +196,8 @@ def trace_record(result: CaseResult) -> dict[str, Any]:
         "passed": result.passed,
         "status": result.status,
         "abstentions": [],
-        "failure_category": None if result.passed else (result.error or "model_task_failure"),
+        "failure_category": None if diagnosis is None else diagnosis.category,
+        "failure_owner": None if diagnosis is None else diagnosis.owner,
         "evaluation_contract": EVALUATION_CONTRACT,
         "requests": result.requests,
         "result_set": None
@@ -172,6 +222,7 @@ def trace_record(result: CaseResult) -> dict[str, Any]:
         "error": result.error,
         "reasons": list(result.reasons),
         "provider": result.provider,
+        "provider_note": result.provider_note,
         "usage": result.usage,
         "seconds": round(result.seconds, 4),
         "verdicts": [v.to_dict() for v in result.verdicts],
@@ -189,13 +240,15 @@ def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
 
 
 def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
-    """One row per (provider, case)."""
+    """One row per (provider, case), with its failure category and the provider's note."""
     import pandas as pd
 
     rows = []
     for r in results:
+        diagnosis = None if r.passed else primary_diagnosis(r)
         row: dict[str, Any] = {
             "provider": r.provider,
+            "provider_note": r.provider_note,
             "dataset": r.case.dataset,
             "case": r.case.name,
             "tier": r.case.tier,
@@ -206,6 +259,7 @@ def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
             "output_tokens": r.usage["output_tokens"],
             "seconds": r.seconds,
             "error": r.error,
+            "failure_category": None if diagnosis is None else diagnosis.key,
             "reasons": "; ".join(r.reasons),
         }
         for v in r.verdicts:
@@ -221,7 +275,7 @@ def summary_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
     rows = []
     providers = list(dict.fromkeys(r.provider for r in results))
     for p in providers:
-        for dimension, passed, total in _dimension_counts([r for r in results if r.provider == p]):
+        for dimension, passed, total in dimension_counts([r for r in results if r.provider == p]):
             rows.append(
                 {
                     "provider": p,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +13,22 @@ from ..core.providers.registry import create_provider, provider_label
 from .dataset import Case
 from .judges import TurnData, Verdict, judge_case
 
-__all__ = ["CaseResult", "CountingProvider", "TurnRecord", "run_case", "run_cases"]
+__all__ = [
+    "CaseResult",
+    "CountingProvider",
+    "ResultCallback",
+    "TurnRecord",
+    "open_project",
+    "provider_note",
+    "run_case",
+    "run_cases",
+]
 
 # error codes that are not the model's fault: the case is UNSCORED instead of FAIL
 UNSCORED_CODES = frozenset({"rate_limited", "chat_error", "confirmation_unavailable"})
+
+ResultCallback = Callable[["CaseResult"], None]
+"""Called with each :class:`CaseResult` as soon as its case finishes (in completion order)."""
 
 
 class CountingProvider(BaseLLMProvider):
@@ -60,6 +72,12 @@ class TurnRecord(TurnData):
 
 @dataclass
 class CaseResult:
+    """One case run against one provider: its turns, verdicts, status and cost.
+
+    ``provider_note`` is the provider's own ``description`` (a replay cassette says what it
+    recorded), so a report can say when a column is not a real model.
+    """
+
     case: Case
     provider: str
     status: str = "fail"  # pass | fail | unscored
@@ -68,6 +86,7 @@ class CaseResult:
     error: str | None = None
     reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    provider_note: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -120,12 +139,41 @@ def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRec
     return turn
 
 
-async def _open_project(target: str) -> Any:
+async def open_project(target: str, exposed: Sequence[str] | None = None) -> Any:
+    """The project a case runs against: a GraphQL URL, or a demo name (``inventory``, ``large``).
+
+    ``exposed`` limits the managers the chat sees. A GraphQL server cannot tell which of its
+    managers GeneralManager marks ``chat_exposed``, so URL targets usually need it.
+    """
     from ..core.project import connect, demo_project
 
+    names = list(exposed) if exposed is not None else None
     if "://" in target:
-        return await connect(target)
-    return demo_project(target.removeprefix("demo:"))
+        return await connect(target, exposed=names)
+    return demo_project(target.removeprefix("demo:"), exposed=names)
+
+
+def _fallback_label(provider: Any) -> str:
+    if isinstance(provider, str):
+        return provider
+    if isinstance(provider, type):  # a class's ``label`` is the property object, not a name
+        return provider.__name__
+    return provider_label(provider)
+
+
+def _label(provider: Any, config: Mapping[str, Any] | None = None) -> str:
+    """The report column: the built provider's own label (``openai:gpt-4.1-mini``, a cassette's
+    recorded label), else the spec or class name when it cannot be built."""
+    try:
+        return provider_label(create_provider(provider, config))
+    except Exception:  # run_case reports why it cannot be built; the column keeps the spec
+        return _fallback_label(provider)
+
+
+def provider_note(provider: Any) -> str | None:
+    """The provider's ``description`` when it has a non-empty text one, else None."""
+    note = getattr(provider, "description", None)
+    return note.strip() if isinstance(note, str) and note.strip() else None
 
 
 async def run_case(
@@ -134,13 +182,17 @@ async def run_case(
     *,
     provider_config: Mapping[str, Any] | None = None,
     project: str | None = None,
+    exposed: Sequence[str] | None = None,
     label: str | None = None,
 ) -> CaseResult:
-    """Run one case's conversation in one fresh Chat (fresh project, in-memory store)."""
+    """Run one case's conversation in one fresh Chat (fresh project, in-memory store).
+
+    ``project`` (a GraphQL URL or demo name) overrides the case's own; ``exposed`` limits the
+    managers the chat sees there.
+    """
     from ..chat import Chat
 
-    name = label or (provider if isinstance(provider, str) else provider_label(provider))
-    result = CaseResult(case=case, provider=str(name))
+    result = CaseResult(case=case, provider=label or _fallback_label(provider))
     started = time.perf_counter()
     try:
         built = create_provider(provider, provider_config)
@@ -148,12 +200,14 @@ async def run_case(
         result.status, result.error = "unscored", "provider_unavailable"
         result.reasons.append(f"provider_unavailable: {error}")
         return result
+    result.provider = label or provider_label(built)
+    result.provider_note = provider_note(built)
     counter = CountingProvider(built)
     target = project or case.project
     opened = None
     chat = None
     try:
-        opened = await _open_project(target)
+        opened = await open_project(target, exposed)
         chat = Chat(project=opened, provider=counter, store=":memory:")
         session = await chat.session()
         resolve = _resolver(session.project)
@@ -215,13 +269,19 @@ async def run_cases(
     concurrency: int = 4,
     provider_config: Mapping[str, Any] | None = None,
     project: str | None = None,
+    exposed: Sequence[str] | None = None,
+    on_result: ResultCallback | None = None,
 ) -> list[CaseResult]:
-    """Every case against every provider, at most ``concurrency`` at a time, in input order."""
+    """Every case against every provider, at most ``concurrency`` at a time, in input order.
+
+    ``on_result`` is called with each result as its case finishes (a progress bar, a live table);
+    an exception it raises ends the run.
+    """
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
     labels: list[str] = []
     for provider in providers:
-        base = provider if isinstance(provider, str) else provider_label(provider)
+        base = _label(provider, provider_config)
         label, number = str(base), 1
         while label in labels:
             number += 1
@@ -230,9 +290,17 @@ async def run_cases(
 
     async def one(case: Case, provider: Any, label: str) -> CaseResult:
         async with semaphore:
-            return await run_case(
-                case, provider, provider_config=provider_config, project=project, label=label
+            result = await run_case(
+                case,
+                provider,
+                provider_config=provider_config,
+                project=project,
+                exposed=exposed,
+                label=label,
             )
+        if on_result is not None:
+            on_result(result)
+        return result
 
     jobs = [
         one(case, provider, label)

@@ -44,7 +44,10 @@ UNKNOWN_EMPLOYEES = {
         ("I couldn't find any employee data.", False),
         ("I didn\u2019t find employees in this project.", False),  # a typographic apostrophe
         ("Nothing here holds Employee records.", False),
-        ("I checked PayrollShift.name and e.g. HotelReceipt, but there is no Employee data.", False),
+        (
+            "I checked PayrollShift.name and e.g. HotelReceipt, but there is no Employee data.",
+            False,
+        ),
         ("Employee records: 12 found.", True),
         ("There is no payroll. Employees: 12.", True),  # the negation is in another sentence
     ],

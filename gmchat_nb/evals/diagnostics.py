@@ -1,0 +1,228 @@
+"""Who should act on a case that did not pass: an owner, a category and a piece of advice.
+
+The owners and categories are GeneralManager 0.87's (``evals/diagnostics.py``): ``prompt``,
+``tool_schema``, ``runtime``, ``provider``, ``harness`` and ``dataset``. A case gets every
+diagnosis its error and verdicts support; the first (the most upstream cause, see ``_RANK``) is
+its ``failure_category``. Passing cases are diagnosed only when they deviated from the
+recommended strategy, as GeneralManager's report does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .judges import ANSWER, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
+from .runner import CaseResult
+
+__all__ = [
+    "OWNERS",
+    "Diagnosis",
+    "diagnose",
+    "diagnostics_lines",
+    "next_action_lines",
+    "primary_diagnosis",
+]
+
+OWNERS = ("prompt", "tool_schema", "runtime", "provider", "harness", "dataset")
+
+# (owner, category) -> what to do about it
+ADVICE: dict[tuple[str, str], str] = {
+    ("dataset", "invalid_expectations"): "Fix the case's expectations in the dataset",
+    ("provider", "provider_error"): (
+        "Check the provider: credentials, endpoint, model name and its rate limits, then rerun"
+    ),
+    ("harness", "turn_request_budget_exhausted"): (
+        "The turn ran out of provider requests: find out why the model loops, or raise the limit"
+    ),
+    ("harness", "guardrail_stop"): (
+        "A chat guardrail ended the turn: look at the repeated tool errors, or the limit itself"
+    ),
+    ("harness", "rate_limited"): "The chat's rate limit stopped the case: lower --concurrency",
+    ("runtime", "chat_error"): (
+        "The chat failed internally: read the reason and the log (a bug, or the project connection)"
+    ),
+    ("runtime", "forbidden_tool"): (
+        "A forbidden tool ran: check the mutation allow-list and the tools offered for reads"
+    ),
+    ("prompt", "missing_required_tool"): (
+        "Tighten the tool-decision prompt or the tool descriptions so the required call is made"
+    ),
+    ("prompt", "tool_sequence_mismatch"): (
+        "Review the prompt's discovery order (search, schema, path, query) against the case"
+    ),
+    ("tool_schema", "wrong_query_result"): (
+        "Check the filters the model built against the schema's field and filter descriptions"
+    ),
+    ("tool_schema", "result_contract"): (
+        "Check the query's filters, fields and paging against the exact rows expected"
+    ),
+    ("prompt", "missing_turn_answer"): "Make the prompt require a final answer after tool results",
+    ("prompt", "answer_quality"): "Make the prompt require naming the values the results hold",
+    ("prompt", "answer_contract"): (
+        "Tighten the answer rules: no deferral, no raw queries, no contradictions or claims of "
+        "unavailable data"
+    ),
+    ("prompt", "strategy_deviation"): (
+        "Tighten the tool-decision prompt, or accept the deviation from the recommended calls"
+    ),
+    ("prompt", "model_task_failure"): "The model did not complete the task: read its trace",
+}
+
+# Most upstream cause first: a broken case or provider explains every later symptom, a skipped
+# tool call explains missing rows, and missing rows explain an answer without the facts.
+_RANK = {key: rank for rank, key in enumerate(ADVICE)}
+
+# chat error codes -> diagnosis; codes not listed are the model's task failure
+_ERRORS: dict[str, tuple[str, str]] = {
+    "provider_unavailable": ("provider", "provider_error"),
+    "provider_failed": ("provider", "provider_error"),
+    "deadline_exceeded": ("provider", "provider_error"),
+    "turn_limit": ("harness", "turn_request_budget_exhausted"),
+    "tool_retry_limit": ("harness", "guardrail_stop"),
+    "mutation_limit": ("harness", "guardrail_stop"),
+    "mutation_batch_unsupported": ("harness", "guardrail_stop"),
+    "confirmation_required_transport": ("harness", "guardrail_stop"),
+    "confirmation_pending": ("harness", "guardrail_stop"),
+    "confirmation_unavailable": ("harness", "guardrail_stop"),
+    "rate_limited": ("harness", "rate_limited"),
+    "chat_error": ("runtime", "chat_error"),
+}
+
+# product-contract violation prefixes (judges.judge_contract) -> diagnosis
+_CONTRACT: tuple[tuple[str, tuple[str, str]], ...] = (
+    ("Forbidden tool used", ("runtime", "forbidden_tool")),
+    ("Required tool call missing", ("prompt", "missing_required_tool")),
+    ("missing results", ("tool_schema", "wrong_query_result")),
+    ("excluded results present", ("tool_schema", "wrong_query_result")),
+    ("Answer missing", ("prompt", "answer_quality")),
+    ("Answer contains excluded", ("prompt", "answer_quality")),
+    ("Answer claims unavailable", ("prompt", "answer_contract")),
+)
+
+_DETAIL_LIMIT = 120
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One cause of a case's outcome: ``owner/category``, the advice, and the evidence."""
+
+    owner: str
+    category: str
+    detail: str | None = None
+
+    @property
+    def advice(self) -> str:
+        """What the owner should do about it."""
+        return ADVICE[(self.owner, self.category)]
+
+    @property
+    def key(self) -> str:
+        """``owner/category``."""
+        return f"{self.owner}/{self.category}"
+
+
+def _strip_turn(reason: str) -> str:
+    # per-turn verdicts prefix their reasons with "turn N: "
+    head, found, rest = reason.partition(": ")
+    return rest if found and head.startswith("turn ") else reason
+
+
+def _from_verdicts(result: CaseResult) -> list[Diagnosis]:
+    found: list[Diagnosis] = []
+    for verdict in result.verdicts:
+        if verdict.deviations:
+            found.append(Diagnosis("prompt", "strategy_deviation", verdict.deviations[0]))
+        if verdict.passed:
+            continue
+        first = verdict.reasons[0] if verdict.reasons else None
+        if verdict.dimension == CONTRACT:
+            for reason in verdict.reasons:
+                text = _strip_turn(reason)
+                for prefix, (owner, category) in _CONTRACT:
+                    if text.startswith(prefix):
+                        found.append(Diagnosis(owner, category, reason))
+                        break
+        elif verdict.dimension == TOOLS:
+            found.append(Diagnosis("prompt", "tool_sequence_mismatch", first))
+        elif verdict.dimension == QUERY:
+            found.append(Diagnosis("tool_schema", "wrong_query_result", first))
+        elif verdict.dimension == ANSWER:
+            found.append(Diagnosis("prompt", "answer_quality", first))
+        elif verdict.dimension == SENSE:
+            found.append(Diagnosis("prompt", "answer_contract", first))
+        elif verdict.dimension == RESULT_SET:
+            for reason in verdict.reasons:
+                text = _strip_turn(reason)
+                if text.startswith("invalid_result_set_expectation"):
+                    found.append(Diagnosis("dataset", "invalid_expectations", reason))
+                elif text.startswith("missing_query_for_turn"):
+                    found.append(Diagnosis("prompt", "missing_required_tool", reason))
+                else:
+                    found.append(Diagnosis("tool_schema", "result_contract", reason))
+    return found
+
+
+def diagnose(result: CaseResult) -> list[Diagnosis]:
+    """Every diagnosis of ``result``, most upstream first; empty for a clean pass."""
+    found: list[Diagnosis] = []
+    if result.status != "pass":
+        if result.error:
+            owner, category = _ERRORS.get(result.error, ("prompt", "model_task_failure"))
+            detail = next(
+                (r for r in result.reasons if r.startswith(f"{result.error}: ")),
+                f"error: {result.error}",
+            )
+            found.append(Diagnosis(owner, category, detail))
+        elif any(not turn.answer.strip() for turn in result.turns):
+            found.append(Diagnosis("prompt", "missing_turn_answer"))
+    found.extend(_from_verdicts(result))
+    if result.status != "pass" and not found:
+        found.append(Diagnosis("prompt", "model_task_failure"))
+    unique: dict[tuple[str, str], Diagnosis] = {}
+    for diagnosis in found:
+        unique.setdefault((diagnosis.owner, diagnosis.category), diagnosis)
+    return sorted(unique.values(), key=lambda d: _RANK[(d.owner, d.category)])
+
+
+def primary_diagnosis(result: CaseResult) -> Diagnosis | None:
+    """The most upstream diagnosis of ``result`` (its failure category), or None."""
+    found = diagnose(result)
+    return found[0] if found else None
+
+
+def diagnostics_lines(results: Sequence[CaseResult]) -> list[str]:
+    """``Diagnostics:`` and one line per owner (``  prompt: answer_quality=2, ...``), counting
+    each case once by its primary diagnosis; empty when no case has one."""
+    counts: dict[str, Counter[str]] = {}
+    for result in results:
+        primary = primary_diagnosis(result)
+        if primary is not None:
+            counts.setdefault(primary.owner, Counter())[primary.category] += 1
+    if not counts:
+        return []
+    lines = ["Diagnostics:"]
+    for owner in OWNERS:
+        if owner in counts:
+            cells = ", ".join(f"{name}={n}" for name, n in sorted(counts[owner].items()))
+            lines.append(f"  {owner}: {cells}")
+    return lines
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_LIMIT else text[: _DETAIL_LIMIT - 1] + "…"
+
+
+def next_action_lines(results: Sequence[CaseResult]) -> list[str]:
+    """``Next actions:`` and one line per diagnosed case,
+    ``  case_name: [owner/category] advice (evidence)``; empty when no case has a diagnosis."""
+    lines = []
+    for result in results:
+        primary = primary_diagnosis(result)
+        if primary is None:
+            continue
+        evidence = f" ({_shorten(primary.detail)})" if primary.detail else ""
+        lines.append(f"  {result.case.name}: [{primary.key}] {primary.advice}{evidence}")
+    return ["Next actions:", *lines] if lines else []
