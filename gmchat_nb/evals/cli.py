@@ -90,11 +90,11 @@ def _names(text: str) -> list[str]:
 
 def _check_providers(specs: Sequence[str], config: dict[str, Any]) -> str | None:
     """The first problem constructing a spec, or None: a typo should not cost a whole run."""
-    from ..core.providers.registry import create_provider
+    from ..core.providers.registry import check_ready, create_provider
 
     for spec in specs:
         try:
-            create_provider(spec, config)
+            check_ready(create_provider(spec, config))
         except Exception as error:  # any constructor failure means this spec cannot run a case
             return f"cannot use the provider {spec!r}: {error}"
     return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.providers.base import BaseLLMProvider, Message, ProviderEvent, ToolDefinition
-from ..core.providers.registry import create_provider, provider_label
+from ..core.providers.registry import check_ready, create_provider, provider_label
 from .dataset import Case
 from .judges import TurnData, Verdict, judge_case
 
@@ -196,12 +196,13 @@ async def run_case(
     started = time.perf_counter()
     try:
         built = create_provider(provider, provider_config)
-    except Exception as error:  # a provider that cannot be constructed is not the model's fault
+        result.provider = label or provider_label(built)
+        result.provider_note = provider_note(built)
+        check_ready(built)  # missing credentials, say: no request could succeed
+    except Exception as error:  # a provider that cannot be built or used is not the model's fault
         result.status, result.error = "unscored", "provider_unavailable"
         result.reasons.append(f"provider_unavailable: {error}")
         return result
-    result.provider = label or provider_label(built)
-    result.provider_note = provider_note(built)
     counter = CountingProvider(built)
     target = project or case.project
     opened = None

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
 import yaml
 
 from gmchat_nb.core.providers.base import (
@@ -476,14 +475,22 @@ def test_some_unscored_and_the_rest_passing_exits_zero(tmp_path: Path) -> None:
     assert unscored_row.split() == ["Unscored", "0", "1"]
 
 
-def test_openai_without_credentials_scores_nothing(tmp_path: Path) -> None:
-    pytest.importorskip("openai")
+def test_openai_without_credentials_stops_before_any_case(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"  # never a real endpoint, even with a key
+    done = cli("--dataset", str(dataset(tmp_path, STEEL)), "--provider", "openai:x", env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert "cannot use the provider 'openai:x'" in done.stderr
+    assert "OPENAI_API_KEY" in done.stderr  # the SDK's own advice reaches the user
+
+
+def test_an_unreachable_model_server_scores_nothing(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env |= {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"}  # nothing listens
     done = cli("--dataset", str(dataset(tmp_path, STEEL)), "--provider", "openai:x", env=env)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "Outcomes: 0 PASS" in done.stdout
-    assert "  provider: provider_error=1" in done.stdout or "no case could be scored" in done.stderr
+    assert "Outcomes: 0 PASS, 1 FAIL" in done.stdout
+    assert "  provider: provider_error=1" in done.stdout
 
 
 def test_unconstructible_provider_exits_two_before_running(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import BaseLLMProvider, Message, ToolCallEvent
+from .base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
 
 __all__ = [
     "SDKProvider",
@@ -115,10 +115,24 @@ class SDKProvider(BaseLLMProvider):
         check_config(config or {}, cls.name)
 
     def client(self) -> Any:
-        """The SDK client, made on first use (importing the adapter needs no SDK)."""
+        """The SDK client, made on first use (importing the adapter needs no SDK).
+
+        The SDK refusing to build one (no credentials in the config or its environment
+        variables) is a :class:`ProviderError` naming the SDK's reason.
+        """
         if self._client is None:
-            self._client = self.make_client()
+            try:
+                self._client = self.make_client()
+            except Exception as error:  # the SDKs raise their own base error types here
+                raise ProviderError(
+                    f"{self.label}: the {self.name} client cannot be created: "
+                    f"{describe_error(error)}"
+                ) from error
         return self._client
+
+    def check_ready(self) -> None:
+        """Build the client now, so missing credentials surface before any request."""
+        self.client()
 
     def make_client(self) -> Any:
         """Build the SDK's async client from ``provider_config`` (SDK retries off)."""

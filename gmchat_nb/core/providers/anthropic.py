@@ -60,12 +60,22 @@ class AnthropicProvider(SDKProvider):
         """``anthropic.AsyncAnthropic`` for ``api_key``/``base_url`` (else the SDK's environment)."""
         import anthropic
 
-        return anthropic.AsyncAnthropic(
+        client = anthropic.AsyncAnthropic(
             api_key=self.provider_config.get("api_key"),
             base_url=self.provider_config.get("base_url"),
             timeout=self.timeout_seconds,
             max_retries=0,
         )
+        # The SDK accepts a client without credentials and fails each request with a TypeError;
+        # say so once, here, in the words the openai SDK uses.
+        if not any(
+            getattr(client, name, None) for name in ("api_key", "auth_token", "credentials")
+        ):
+            raise ValueError(
+                "Missing credentials. Pass `api_key` or set the `ANTHROPIC_API_KEY` (or "
+                "`ANTHROPIC_AUTH_TOKEN`) environment variable."
+            )
+        return client
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]

@@ -181,6 +181,10 @@ class BaseLLMProvider(ABC):
         """How long to wait between later events of a response."""
         return float(self._config.get("stream_timeout_seconds", 30))
 
+    def check_ready(self) -> None:  # noqa: B027  (an optional hook: most providers are ready)
+        """Raise :class:`ProviderError` when no request could succeed as configured (missing
+        credentials, say); makes no request. Lets a long run stop before its first case."""
+
     @abstractmethod
     def complete(
         self, messages: list[Message], tools: list[ToolDefinition]

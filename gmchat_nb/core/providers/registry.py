@@ -16,7 +16,7 @@ from typing import Any
 
 from .base import BaseLLMProvider, MissingExtraError
 
-__all__ = ["ProviderSpecError", "create_provider", "provider_label"]
+__all__ = ["ProviderSpecError", "check_ready", "create_provider", "provider_label"]
 
 # name -> (SDK module, extra, adapter module, adapter class)
 SDK_PROVIDERS: dict[str, tuple[str, str, str, str]] = {
@@ -112,3 +112,13 @@ def provider_label(provider: Any) -> str:
     """A short name for reports: ``openai:gpt-4.1-mini``, ``scripted``, a class name."""
     label = getattr(provider, "label", None)
     return str(label) if label else type(provider).__name__
+
+
+def check_ready(provider: Any) -> None:
+    """Raise when ``provider`` could not make any request (e.g. missing credentials).
+
+    GeneralManager-protocol providers have no such check and pass.
+    """
+    ready = getattr(provider, "check_ready", None)
+    if callable(ready):
+        ready()

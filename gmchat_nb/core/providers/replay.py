@@ -184,6 +184,10 @@ class RecordingProvider(BaseLLMProvider):
         """The wrapped provider's between-events timeout."""
         return self.inner.stream_timeout_seconds
 
+    def check_ready(self) -> None:
+        """The wrapped provider's readiness."""
+        self.inner.check_ready()
+
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:

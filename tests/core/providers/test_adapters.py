@@ -389,3 +389,23 @@ def test_bad_adapter_config_is_refused_before_any_request(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         create_provider(f"{vendor}:m", config)
+
+
+@pytest.mark.parametrize(
+    ("spec", "variable"), [("openai:m", "OPENAI_API_KEY"), ("anthropic:m", "ANTHROPIC_API_KEY")]
+)
+async def test_missing_credentials_are_a_provider_error_before_any_request(
+    monkeypatch: pytest.MonkeyPatch, spec: str, variable: str
+) -> None:
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+    adapter = create_provider(spec)
+    with pytest.raises(ProviderError, match=variable):
+        adapter.check_ready()
+    chat = Chat(provider=adapter, store=":memory:")
+    try:
+        turn = await chat.ask("Which materials do we have?")
+    finally:
+        await chat.aclose()
+    assert turn.error is not None and turn.error["code"] == "provider_failed"
