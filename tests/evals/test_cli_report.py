@@ -284,6 +284,7 @@ def test_bad_project_targets_stop_before_any_case(tmp_path: Path, demo_server: D
     unknown = cli("--dataset", str(path), "--project", demo_server.url, "--exposed", "Part,Nope")
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert "'Nope'" in unknown.stderr
+    assert "Unclosed" not in unknown.stderr  # the refused connection's HTTP session was closed
     unreachable = cli("--dataset", str(path), "--project", "http://127.0.0.1:9/graphql")
     assert unreachable.returncode == 2 and unreachable.stdout == ""
     assert "127.0.0.1:9" in unreachable.stderr

@@ -75,7 +75,11 @@ async def connect(
             executor = await RemoteExecutor.connect(
                 target, headers=headers, cookies=cookies, timeout=timeout
             )
-            return Project(executor, max_page_size=max_page_size, label=target, **options)
+            try:
+                return Project(executor, max_page_size=max_page_size, label=target, **options)
+            except BaseException:  # an unknown exposed name, say: do not leak the HTTP session
+                await executor.aclose()
+                raise
         from .demo import DEMO_NAMES
 
         name = "inventory" if target == "demo" else target
