@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -217,21 +219,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     on_result: Callable[[CaseResult], None] | None = None
     close: Callable[[], None] | None = None
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    quiet_logs = contextlib.nullcontext()
     if sys.stderr.isatty():
+        from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]
+
         on_result, close = _progress(len(cases) * len(providers))
-    try:
-        results = compare(
-            providers,
-            cases,
-            concurrency=args.concurrency,
-            provider_config=config,
-            project=project,
-            exposed=exposed,
-            on_result=on_result,
-        )
-    finally:
-        if close is not None:
-            close()
+        quiet_logs = logging_redirect_tqdm()  # log lines print above the bar, not through it
+    with quiet_logs:
+        try:
+            results = compare(
+                providers,
+                cases,
+                concurrency=args.concurrency,
+                provider_config=config,
+                project=project,
+                exposed=exposed,
+                on_result=on_result,
+            )
+        finally:
+            if close is not None:
+                close()
     if args.trace_jsonl:
         results.write_trace(args.trace_jsonl)
     if args.report_html:
