@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,8 @@ class EvalResults:
         Dimensions read top-down in the report's order (Overall last); ``kwargs`` go to
         ``DataFrame.plot.barh``. Returns the matplotlib Axes.
         """
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ImportError("EvalResults.plot() needs matplotlib: pip install 'gmchat_nb[plot]'")
         summary = self.summary
         order = list(dict.fromkeys(summary["dimension"]))
         table = summary.pivot(index="dimension", columns="provider", values="rate")
