@@ -148,7 +148,7 @@ async def compare_async(
     tags: Sequence[str] = (),
     concurrency: int = 4,
     model: str | None = None,
-    project: str | None = None,
+    project: Any = None,
     exposed: Sequence[str] | None = None,
     provider_config: Mapping[str, Any] | None = None,
     on_result: ResultCallback | None = None,

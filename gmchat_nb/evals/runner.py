@@ -139,8 +139,9 @@ def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRec
     return turn
 
 
-async def open_project(target: str, exposed: Sequence[str] | None = None) -> Any:
-    """The project a case runs against: a GraphQL URL, or a demo name (``inventory``, ``large``).
+async def open_project(target: Any, exposed: Sequence[str] | None = None) -> Any:
+    """The project a case runs against: a GraphQL URL, a demo name (``inventory``, ``large``),
+    or a schema object (graphql-core or graphene, connected afresh for every case).
 
     ``exposed`` limits the managers the chat sees. A GraphQL server cannot tell which of its
     managers GeneralManager marks ``chat_exposed``, so URL targets usually need it.
@@ -148,7 +149,7 @@ async def open_project(target: str, exposed: Sequence[str] | None = None) -> Any
     from ..core.project import connect, demo_project
 
     names = list(exposed) if exposed is not None else None
-    if "://" in target:
+    if not isinstance(target, str) or "://" in target:
         return await connect(target, exposed=names)
     return demo_project(target.removeprefix("demo:"), exposed=names)
 
@@ -181,7 +182,7 @@ async def run_case(
     provider: Any,
     *,
     provider_config: Mapping[str, Any] | None = None,
-    project: str | None = None,
+    project: Any = None,
     exposed: Sequence[str] | None = None,
     label: str | None = None,
 ) -> CaseResult:
@@ -269,7 +270,7 @@ async def run_cases(
     *,
     concurrency: int = 4,
     provider_config: Mapping[str, Any] | None = None,
-    project: str | None = None,
+    project: Any = None,
     exposed: Sequence[str] | None = None,
     on_result: ResultCallback | None = None,
 ) -> list[CaseResult]:
