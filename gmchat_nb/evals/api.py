@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -177,14 +178,21 @@ async def run_async(dataset: Any = None, provider: Any = "offline", **options: A
 
 
 def _sync(coro: Any) -> Any:
+    """Run ``coro`` to its end from synchronous code.
+
+    Inside a running loop (a Jupyter cell), the run gets its own loop on a worker thread and the
+    cell waits for it, so ``evals.run(...)`` works in a notebook as in a script.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        pass  # no loop: run below, outside this handler, so errors do not chain onto it
+        running = False
     else:
-        coro.close()
-        raise RuntimeError("an event loop is running here: use `await run_async(...)`")
-    return asyncio.run(coro)
+        running = True
+    if not running:  # outside the handler, so that errors do not chain onto it
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gmchat-evals") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalResults:

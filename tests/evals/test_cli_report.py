@@ -149,25 +149,18 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert "\r" not in done.stdout and "1/1" not in done.stdout
 
 
+ALUMINUM_QUERY = {
+    "name": "query",
+    "args": {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Aluminum"}},
+}
+
 # -- HTML report -----------------------------------------------------------------------------
 
 
 def test_report_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
     answer = "<script>alert('x')</script> Bearing."
     rounds = [
-        {
-            "tool_calls": [
-                {
-                    "name": "query",
-                    "args": {
-                        "manager": "Part",
-                        "fields": ["name"],
-                        "filters": {"material__name": "Aluminum"},
-                    },
-                }
-            ],
-            "usage": {"input_tokens": 7, "output_tokens": 2},
-        },
+        {"tool_calls": [ALUMINUM_QUERY], "usage": {"input_tokens": 7, "output_tokens": 2}},
         {"text": answer, "usage": {"input_tokens": 11, "output_tokens": 5}},
     ]
     evil = "evil_<script>document.cookie</script>"
@@ -295,18 +288,7 @@ def test_bad_project_targets_stop_before_any_case(tmp_path: Path, demo_server: D
 # -- diagnostics -----------------------------------------------------------------------------
 
 ALUMINUM_SCRIPT = [
-    {
-        "tool_calls": [
-            {
-                "name": "query",
-                "args": {
-                    "manager": "Part",
-                    "fields": ["name"],
-                    "filters": {"material__name": "Aluminum"},
-                },
-            }
-        ]
-    },
+    {"tool_calls": [ALUMINUM_QUERY]},
     {"text": "Only Bearing."},
 ]
 

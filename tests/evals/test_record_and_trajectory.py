@@ -117,3 +117,9 @@ def test_tool_results_are_summarised_in_one_line() -> None:
     assert summarise_result(partial) == '1 of 40 rows, incomplete: [{"name":"Bolt"}]'
     long = summarise_result({"data": [{"name": "x" * 500}], "total_count": 1})
     assert len(long) == 160 and long.endswith("…")
+
+
+async def test_the_synchronous_api_works_where_a_loop_runs() -> None:
+    """In a notebook cell a loop is running: ``evals.run`` still works (on its own loop)."""
+    results = run([LIST_MATERIALS], "offline")
+    assert [r.status for r in results.results] == ["pass"]
