@@ -8,6 +8,8 @@ key and the case.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +126,21 @@ class Case:
     expectations: Expectations = field(default_factory=Expectations)
     project: str = "inventory"
     dataset: str = ""
+
+    @property
+    def case_hash(self) -> str:
+        """SHA-256 of what the case asks and expects: it changes when the case does."""
+        payload = {
+            "name": self.name,
+            "description": self.description,
+            "tier": self.tier,
+            "tags": list(self.tags),
+            "conversation": list(self.conversation),
+            "expectations": self.expectations.raw,
+            "project": self.project,
+        }
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _check_keys(value: Any, allowed: frozenset[str], where: str) -> Mapping[str, Any]:

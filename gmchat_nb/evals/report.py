@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,9 +177,35 @@ def _contract_block(result: CaseResult) -> dict[str, Any] | None:
     }
 
 
-def trace_record(result: CaseResult) -> dict[str, Any]:
+SELECTION_VERSION = "chat-eval-selection/1"
+
+
+def selection_manifest(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """GeneralManager's ``run`` block: the datasets and the exact cases selected, hashed, so two
+    traces can be checked to have run the same selection."""
+    cases: dict[tuple[str, str], dict[str, str]] = {}
+    for result in results:
+        case = result.case
+        cases.setdefault(
+            (case.dataset, case.name),
+            {"dataset": case.dataset, "name": case.name, "case_hash": case.case_hash},
+        )
+    listed = list(cases.values())
+    canonical = json.dumps(listed, sort_keys=True, separators=(",", ":"))
+    return {
+        "datasets": sorted({entry["dataset"] for entry in listed}),
+        "selection_manifest": {
+            "version": SELECTION_VERSION,
+            "cases": listed,
+            "hash": hashlib.sha256(canonical.encode()).hexdigest(),
+        },
+    }
+
+
+def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One case as GeneralManager's trace keys plus ``provider``, ``provider_note``,
-    ``failure_owner``, ``usage`` and ``verdicts``."""
+    ``failure_owner``, ``usage`` and ``verdicts``; ``run`` is the :func:`selection_manifest`
+    block (default: this case alone)."""
     case = result.case
     result_set = next((v for v in result.verdicts if v.dimension == RESULT_SET), None)
     diagnosis = None if result.passed else primary_diagnosis(result)
@@ -186,6 +213,7 @@ def trace_record(result: CaseResult) -> dict[str, Any]:
         "case": case.name,
         "dataset": case.dataset,
         "description": case.description,
+        "run": dict(run) if run is not None else selection_manifest([result]),
         "conversation": [{"user": text} for text in case.conversation],
         "expectations": dict(case.expectations.raw),
         "tool_calls": [
@@ -231,12 +259,12 @@ def trace_record(result: CaseResult) -> dict[str, Any]:
 
 def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
     """Truncate ``path`` and write one sorted-key compact JSON object per case."""
+    run = selection_manifest(results)
     with Path(path).open("w", encoding="utf-8") as handle:
         for result in results:
-            handle.write(
-                json.dumps(trace_record(result), sort_keys=True, separators=(",", ":"), default=str)
-                + "\n"
-            )
+            record = trace_record(result, run)
+            handle.write(json.dumps(record, sort_keys=True, separators=(",", ":"), default=str))
+            handle.write("\n")
 
 
 def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,22 @@ async def test_the_synchronous_api_works_where_a_loop_runs() -> None:
     """In a notebook cell a loop is running: ``evals.run`` still works (on its own loop)."""
     results = run([LIST_MATERIALS], "offline")
     assert [r.status for r in results.results] == ["pass"]
+
+
+def test_traces_carry_gm_selection_manifest(tmp_path: Path) -> None:
+    """Every record names the run's exact selection (GeneralManager's ``run`` block)."""
+    cases = select_cases("basic_queries")[:3]
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    run(cases, "offline").write_trace(first)
+    run(cases, "offline").write_trace(second)
+    records = [json.loads(line) for line in first.read_text().splitlines()]
+    blocks = {json.dumps(r["run"], sort_keys=True) for r in records}
+    assert len(records) == 3 and len(blocks) == 1
+    block = records[0]["run"]
+    assert block["datasets"] == ["basic_queries"]
+    manifest = block["selection_manifest"]
+    assert manifest["version"] == "chat-eval-selection/1"
+    assert [c["name"] for c in manifest["cases"]] == [c.name for c in cases]
+    assert json.loads(second.read_text().splitlines()[0])["run"] == block  # same selection
+    assert manifest["cases"][0]["case_hash"] == cases[0].case_hash
+    assert replace(cases[0], tier=cases[0].tier + 1).case_hash != cases[0].case_hash
