@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .core.settings import DEMO_PROJECTS
+
 __all__ = ["main"]
 
 EXIT_USAGE = 2
@@ -96,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve a demo project's GraphQL endpoint on 127.0.0.1 until interrupted.",
     )
     serve.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
-    serve.add_argument("--project", default="demo", choices=["demo", "inventory", "large"])
+    serve.add_argument("--project", default="demo", choices=DEMO_PROJECTS)
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' or cookie gm_token")
     serve.add_argument(
         "--managers", type=int, help="number of managers of the large demo (default 150)"
@@ -206,8 +208,8 @@ def _serve_demo(options: argparse.Namespace) -> int:
     name = "inventory" if options.project == "demo" else options.project
     spec_options: dict[str, Any] = {}
     if options.managers is not None:
-        if name != "large":
-            return _usage("--managers applies to --project large only.")
+        if name not in ("large", "synthetic"):
+            return _usage("--managers applies to --project large or synthetic only.")
         spec_options["manager_count"] = options.managers
     try:
         serve_forever(name, port=options.port, token=options.token, **spec_options)

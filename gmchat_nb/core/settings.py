@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUDIT_LEVELS",
     "DEFAULT_SETTINGS",
+    "DEMO_PROJECTS",
     "HOOK_EVENTS",
     "TOOL_STRATEGIES",
     "AuditLevel",
@@ -57,9 +58,10 @@ HOOK_EVENTS: tuple[str, ...] = ("message_received", "tool_called", "mutation_exe
 # The spec documents level="all" while GeneralManager's code checks "tool_calls"; accept both.
 _AUDIT_LEVEL_ALIASES: Mapping[str, AuditLevel] = MappingProxyType({"all": "tool_calls"})
 
-# Kept in step with gmchat_nb.core.project.demo.DEMO_NAMES (a test checks it); importing the demo
+# The demo projects by name ("demo" is "inventory"). Kept in step with
+# gmchat_nb.core.project.demo.DEMO_NAMES (a test checks it); importing the demo
 # package here would pull the demo's database and HTTP server into every settings import.
-_DEMO_PROJECTS = ("demo", "inventory", "large")
+DEMO_PROJECTS = ("demo", "inventory", "large", "toy", "synthetic")
 
 _DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -330,12 +332,12 @@ def _hooks(key: str, value: object) -> Mapping[str, tuple[Callable[..., Any] | s
 
 def _project(key: str, value: object) -> str:
     if isinstance(value, str):
-        if value in _DEMO_PROJECTS:
+        if value in DEMO_PROJECTS:
             return value
         parts = urlsplit(value)
         if parts.scheme in ("http", "https") and parts.netloc:
             return value
-    demos = ", ".join(repr(name) for name in _DEMO_PROJECTS)
+    demos = ", ".join(repr(name) for name in DEMO_PROJECTS)
     raise _invalid(key, value, f"a demo name ({demos}) or an http(s) GraphQL URL")
 
 

@@ -33,6 +33,10 @@ __all__ = ["build_parser", "main"]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+# GeneralManager's --fixture names -> our demos that hold the same managers and rows, GM-shaped
+FIXTURES = {"toy": "toy", "large": "synthetic"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``--help`` needs no configuration)."""
     parser = argparse.ArgumentParser(
@@ -52,9 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--project",
+        help="project for every case: a demo (inventory, large, toy, synthetic) or a GraphQL URL "
+        "(default: each case's own project, else inventory)",
+    )
+    parser.add_argument(
         "--fixture",
-        dest="project",
-        help="demo project (inventory, large) or GraphQL URL for every case",
+        choices=sorted(FIXTURES),
+        help="GeneralManager's eval fixture for every case (toy, large), as GM's datasets expect",
     )
     parser.add_argument(
         "--exposed",
@@ -177,7 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.record_to and args.compare:
         _error("--record-to records one provider; run it once per provider instead of --compare")
         return EXIT_USAGE
-    project = "inventory" if args.project == "toy" else args.project
+    if args.project and args.fixture:
+        _error("give --project or --fixture, not both")
+        return EXIT_USAGE
+    project = FIXTURES[args.fixture] if args.fixture else args.project
     exposed = None
     if args.exposed is not None:
         exposed = _names(args.exposed)

@@ -20,6 +20,7 @@ import traitlets
 
 from ..core.events import ChatEvent, Error, TextChunk, ToolResult
 from ..core.project.project import QueryOutcome
+from ..core.settings import DEMO_PROJECTS
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -337,7 +338,7 @@ def _for_display(event: ChatEvent) -> dict[str, Any]:
 def evidence_code(outcome: QueryOutcome, chat: Chat) -> str:
     """A notebook cell that re-runs exactly this query and returns its DataFrame."""
     target = chat.settings.project
-    if target in ("demo", "inventory", "large"):
+    if target in DEMO_PROJECTS:
         connect = f"project = gmchat_nb.demo_project({'' if target in ('demo', 'inventory') else repr(target)})"
     else:
         exposed = list(chat.settings.exposed_managers or [])

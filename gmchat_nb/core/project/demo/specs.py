@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .data_gm import gm_large_spec, gm_toy_spec
 from .data_inventory import inventory_spec
 from .data_large import large_spec
 from .spec import DemoSpec
@@ -14,6 +15,9 @@ __all__ = ["DEMO_NAMES", "demo_spec"]
 _FACTORIES: dict[str, Callable[..., DemoSpec]] = {
     "inventory": inventory_spec,
     "large": large_spec,
+    # GeneralManager's eval fixtures (``--fixture toy`` / ``--fixture large``), GM-shaped
+    "toy": gm_toy_spec,
+    "synthetic": gm_large_spec,
 }
 
 DEMO_NAMES = tuple(_FACTORIES)

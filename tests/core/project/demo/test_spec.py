@@ -27,7 +27,7 @@ def _spec(*managers: ManagerSpec) -> DemoSpec:
 
 
 def test_demo_spec_by_name() -> None:
-    assert DEMO_NAMES == ("inventory", "large")
+    assert DEMO_NAMES == ("inventory", "large", "toy", "synthetic")
     assert demo_spec("inventory") == inventory_spec()
     assert len(demo_spec("large", manager_count=3).managers) == 3
     with pytest.raises(ValueError, match="inventory, large"):
