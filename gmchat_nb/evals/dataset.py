@@ -8,14 +8,14 @@ key and the case.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..core.digest import digest
 
 __all__ = [
     "Case",
@@ -139,8 +139,7 @@ class Case:
             "expectations": self.expectations.raw,
             "project": self.project,
         }
-        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return digest(payload)
 
 
 def _check_keys(value: Any, allowed: frozenset[str], where: str) -> Mapping[str, Any]:

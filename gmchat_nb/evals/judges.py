@@ -6,7 +6,6 @@ Dimensions (GeneralManager 0.87's report rows): ``Product contract``, ``Tool sel
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -479,7 +478,3 @@ def judge_case(
         if expected.result_set is not None:
             add(judge_result_set(expected.result_set, turn, resolve), number)
     return [_combine(d, found[d]) for d in DIMENSIONS if d in found]
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

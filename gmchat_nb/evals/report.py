@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.digest import canonical_json, digest
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .judges import DIMENSIONS, RESULT_SET
 from .runner import CaseResult
@@ -191,13 +190,12 @@ def selection_manifest(results: Sequence[CaseResult]) -> dict[str, Any]:
             {"dataset": case.dataset, "name": case.name, "case_hash": case.case_hash},
         )
     listed = list(cases.values())
-    canonical = json.dumps(listed, sort_keys=True, separators=(",", ":"))
     return {
         "datasets": sorted({entry["dataset"] for entry in listed}),
         "selection_manifest": {
             "version": SELECTION_VERSION,
             "cases": listed,
-            "hash": hashlib.sha256(canonical.encode()).hexdigest(),
+            "hash": digest(listed),
         },
     }
 
@@ -262,9 +260,7 @@ def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
     run = selection_manifest(results)
     with Path(path).open("w", encoding="utf-8") as handle:
         for result in results:
-            record = trace_record(result, run)
-            handle.write(json.dumps(record, sort_keys=True, separators=(",", ":"), default=str))
-            handle.write("\n")
+            handle.write(canonical_json(trace_record(result, run)) + "\n")
 
 
 def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
+from ..digest import digest
 from .index import ManagerInfo, SchemaIndex
 
 __all__ = ["manager_schema", "manager_summary"]
@@ -62,8 +61,7 @@ def manager_schema(index: SchemaIndex, info: ManagerInfo) -> dict[str, Any]:
             for mutation in info.mutations
         }
     view["example"] = _example(index, info)
-    canonical = json.dumps(view, sort_keys=True, separators=(",", ":"), default=str)
-    view["snapshot"] = hashlib.sha256(canonical.encode()).hexdigest()
+    view["snapshot"] = digest(view)
     return view
 
 

@@ -15,13 +15,13 @@ served in recorded order), so one cassette holds a whole eval run whose cases re
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..digest import digest
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -45,8 +45,7 @@ def request_hash(messages: list[Message], tools: list[ToolDefinition]) -> str:
         "messages": [dataclasses.asdict(message) for message in messages],
         "tools": [dataclasses.asdict(tool) for tool in tools],
     }
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return digest(payload)
 
 
 def _event_to_json(event: ProviderEvent) -> dict[str, Any]:
