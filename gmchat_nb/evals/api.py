@@ -186,13 +186,11 @@ def _sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        running = False
+        pass  # no loop: run below, outside this handler, so errors do not chain onto it
     else:
-        running = True
-    if not running:  # outside the handler, so that errors do not chain onto it
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gmchat-evals") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gmchat-evals") as pool:
+            return pool.submit(asyncio.run, coro).result()
+    return asyncio.run(coro)
 
 
 def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalResults:

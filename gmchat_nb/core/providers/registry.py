@@ -3,7 +3,8 @@
 Specs: ``"openai:gpt-4.1-mini"``, ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"``
 (everything after the first colon is the model), ``"offline"``, ``"scripted:FILE.yaml"``,
 ``"replay:FILE.jsonl"``, ``"record:<spec>"`` (record another provider into
-``provider_config["record_to"]``, described by the optional ``record_description``), a dotted class path, or a provider class or instance.
+``provider_config["record_to"]``, described by the optional ``record_description``), a dotted
+class path, or a provider class or instance.
 SDK providers are imported only when chosen; a missing SDK says which extra to install.
 """
 

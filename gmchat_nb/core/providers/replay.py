@@ -110,10 +110,10 @@ class ReplayProvider(BaseLLMProvider):
             if CASSETTE_HEADER in entry:
                 self.header = dict(entry[CASSETTE_HEADER] or {})
                 continue
-            digest = entry.get("request_hash")
-            if not isinstance(digest, str):
+            key = entry.get("request_hash")
+            if not isinstance(key, str):
                 raise ValueError(f"{self.path.name} line {number} has no request_hash")
-            self._responses.setdefault(digest, deque()).append(list(entry.get("events") or []))
+            self._responses.setdefault(key, deque()).append(list(entry.get("events") or []))
             self.recorded += 1
         self._served = 0
 
@@ -132,18 +132,18 @@ class ReplayProvider(BaseLLMProvider):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         """Serve the recorded response to this exact request."""
-        digest = request_hash(messages, tools)
+        key = request_hash(messages, tools)
         self._served += 1
-        queue = self._responses.get(digest)
+        queue = self._responses.get(key)
         if queue is None:
             raise ProviderError(
                 f"request {self._served} differs from the cassette {self.path.name}: it recorded "
-                f"no request with hash {digest[:12]}; the prompt, tools, data or conversation "
+                f"no request with hash {key[:12]}; the prompt, tools, data or conversation "
                 "changed since it was recorded: record it again"
             )
         if not queue:
             raise ProviderError(
-                f"the cassette {self.path.name} has no more responses to request {digest[:12]} "
+                f"the cassette {self.path.name} has no more responses to request {key[:12]} "
                 "(it was asked more often than when it was recorded): record it again"
             )
         for payload in queue.popleft():
@@ -191,7 +191,7 @@ class RecordingProvider(BaseLLMProvider):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         """Pass the stream through; write it down once it completed."""
-        digest = request_hash(messages, tools)
+        key = request_hash(messages, tools)
         events: list[dict[str, Any]] = []
         async for event in self.inner.complete(messages, tools):
             events.append(_event_to_json(event))
@@ -200,6 +200,6 @@ class RecordingProvider(BaseLLMProvider):
         if not self.path.exists() or self.path.stat().st_size == 0:
             header = {"label": self.label, "description": self.description}
             lines.append(json.dumps({CASSETTE_HEADER: header}, sort_keys=True))
-        lines.append(json.dumps({"request_hash": digest, "events": events}, sort_keys=True))
+        lines.append(json.dumps({"request_hash": key, "events": events}, sort_keys=True))
         with self.path.open("a", encoding="utf-8") as cassette:
             cassette.write("".join(line + "\n" for line in lines))
