@@ -9,6 +9,7 @@ schema: ``materialList(page, pageSize, filter, exclude, orderBy)``, ids, nested 
 
 from __future__ import annotations
 
+from .data_large import check_size
 from .spec import DemoSpec, Field, ManagerSpec, ToMany, ToOne
 
 __all__ = ["gm_large_spec", "gm_toy_spec"]
@@ -58,7 +59,11 @@ def gm_toy_spec() -> DemoSpec:
 
 def gm_large_spec(manager_count: int = 150, chain_length: int = 8) -> DemoSpec:
     """``SyntheticManager01`` ... ``SyntheticManager150``: one active row each; managers 01 to
-    ``chain_length - 1`` link to the next through ``next_item`` (01 -> ... -> 08)."""
+    ``chain_length - 1`` link to the next through ``next_item`` (01 -> ... -> 08).
+
+    Raises :class:`ValueError` for the sizes :func:`large_spec` refuses.
+    """
+    check_size(manager_count, chain_length)
     names = [f"SyntheticManager{index:02d}" for index in range(1, manager_count + 1)]
     managers = []
     for position, name in enumerate(names, start=1):

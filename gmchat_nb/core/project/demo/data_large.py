@@ -12,7 +12,7 @@ import datetime
 from .names import plural
 from .spec import DemoSpec, Field, FieldType, ManagerSpec, ToOne
 
-__all__ = ["MAX_MANAGERS", "large_spec"]
+__all__ = ["MAX_MANAGERS", "check_size", "large_spec"]
 
 _PREFIXES = (
     "Fleet", "Invoice", "Warehouse", "Payroll", "Clinical", "Marketing", "Customer", "Vendor",
@@ -100,6 +100,14 @@ def _manager(index: int, next_name: str | None) -> ManagerSpec:
     )
 
 
+def check_size(manager_count: int, chain_length: int) -> None:
+    """Raise :class:`ValueError` unless ``1 <= manager_count <= 5000`` and ``chain_length >= 0``."""
+    if not 1 <= manager_count <= MAX_MANAGERS:
+        raise ValueError(f"manager_count must be between 1 and {MAX_MANAGERS}, got {manager_count}")
+    if chain_length < 0:
+        raise ValueError(f"chain_length must not be negative, got {chain_length}")
+
+
 def large_spec(manager_count: int = 150, chain_length: int = 8) -> DemoSpec:
     """``manager_count`` exposed managers with one row each and no mutations.
 
@@ -107,10 +115,7 @@ def large_spec(manager_count: int = 150, chain_length: int = 8) -> DemoSpec:
     chain of ``chain_length + 1`` managers; the chain is shortened to fit small counts.
     Raises :class:`ValueError` unless ``1 <= manager_count <= 5000`` and ``chain_length >= 0``.
     """
-    if not 1 <= manager_count <= MAX_MANAGERS:
-        raise ValueError(f"manager_count must be between 1 and {MAX_MANAGERS}, got {manager_count}")
-    if chain_length < 0:
-        raise ValueError(f"chain_length must not be negative, got {chain_length}")
+    check_size(manager_count, chain_length)
     chain = min(chain_length, manager_count - 1)
     names = ["".join(_words(index)) for index in range(manager_count)]
     managers = tuple(

@@ -52,11 +52,12 @@ def test_names_stay_unique_at_the_maximum() -> None:
 
 
 @pytest.mark.parametrize("count", [0, 5001])
-def test_bounds(count: int) -> None:
+@pytest.mark.parametrize("name", ["large", "synthetic"])
+def test_bounds(count: int, name: str) -> None:
     with pytest.raises(ValueError, match="manager_count"):
-        large_spec(count)
+        demo_spec(name, manager_count=count)
     with pytest.raises(ValueError, match="chain_length"):
-        large_spec(10, chain_length=-1)
+        demo_spec(name, manager_count=10, chain_length=-1)
 
 
 def test_small_custom_size_is_queryable() -> None:
