@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .diagnostics import diagnostics_lines, primary_diagnosis
-from .report import EVALUATION_CONTRACT, dimension_counts, provider_notes
+from .report import EVALUATION_CONTRACT, dimension_counts, outcomes, provider_notes, rate_text
 from .runner import CaseResult
 
 __all__ = ["html_report", "write_html_report"]
@@ -52,20 +52,14 @@ def _summary_table(results: Sequence[CaseResult], providers: Sequence[str]) -> l
         cells = []
         for p in providers:
             passed, total = counts[p].get(dimension, (0, 0))
-            rate = f"{passed / total:.0%}" if total else "-"
             cells.append(
                 f'<td class="num">{passed}</td><td class="num">{total}</td>'
-                f'<td class="num">{_e(rate)}</td>'
+                f'<td class="num">{_e(rate_text(passed, total))}</td>'
             )
         out.append(f"<tr><th>{_e(dimension)}</th>{''.join(cells)}</tr>")
     cells = []
     for p in providers:
-        statuses = [r.status for r in by_provider[p]]
-        text = (
-            f"{statuses.count('pass')} PASS, {statuses.count('fail')} FAIL, "
-            f"{statuses.count('unscored')} UNSCORED"
-        )
-        cells.append(f'<td colspan="3">{_e(text)}</td>')
+        cells.append(f'<td colspan="3">{_e(outcomes(by_provider[p]))}</td>')
     out.append(f"<tr><th>Outcomes</th>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
     return out

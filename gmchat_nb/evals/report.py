@@ -19,8 +19,10 @@ __all__ = [
     "case_frame",
     "compare_report",
     "dimension_counts",
+    "outcomes",
     "provider_lines",
     "provider_notes",
+    "rate_text",
     "single_report",
     "summary_frame",
     "trace_record",
@@ -45,8 +47,18 @@ def dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]
     return rows
 
 
-def _rate(passed: int, total: int) -> str:
+def rate_text(passed: int, total: int) -> str:
+    """``75%``, or ``-`` when nothing was judged."""
     return f"{passed / total:.0%}" if total else "-"
+
+
+def outcomes(results: Sequence[CaseResult]) -> str:
+    """``3 PASS, 1 FAIL, 0 UNSCORED``."""
+    statuses = [r.status for r in results]
+    return (
+        f"{statuses.count('pass')} PASS, {statuses.count('fail')} FAIL, "
+        f"{statuses.count('unscored')} UNSCORED"
+    )
 
 
 def provider_notes(results: Sequence[CaseResult]) -> dict[str, str]:
@@ -81,15 +93,11 @@ def single_report(
     lines = [f"{'Dimension':<20}{'Pass':>6}{'Total':>7}{'Rate':>9}", "-" * 42]
     counts = dimension_counts(results)
     for dimension, passed, total in counts[:-1]:
-        lines.append(f"{dimension:<20}{passed:>6}{total:>7}{_rate(passed, total):>9}")
+        lines.append(f"{dimension:<20}{passed:>6}{total:>7}{rate_text(passed, total):>9}")
     lines.append("-" * 42)
     dimension, passed, total = counts[-1]
-    lines.append(f"{dimension:<20}{passed:>6}{total:>7}{_rate(passed, total):>9}")
-    statuses = [r.status for r in results]
-    lines.append(
-        f"Outcomes: {statuses.count('pass')} PASS, {statuses.count('fail')} FAIL, "
-        f"{statuses.count('unscored')} UNSCORED ({EVALUATION_CONTRACT})"
-    )
+    lines.append(f"{dimension:<20}{passed:>6}{total:>7}{rate_text(passed, total):>9}")
+    lines.append(f"Outcomes: {outcomes(results)} ({EVALUATION_CONTRACT})")
     lines.extend(provider_lines(results))
     lines.append("")
     header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}"
@@ -129,7 +137,7 @@ def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> s
         cells = []
         for p in providers:
             passed, total = counts[p].get(dimension, (0, 0))
-            cells.append(f"{_rate(passed, total):>{width}}")
+            cells.append(f"{rate_text(passed, total):>{width}}")
         lines.append(f"{dimension:<20}" + "".join(cells))
     for title, key in (("Requests/case", "requests"), ("Tokens/case", "tokens")):
         cells = []
