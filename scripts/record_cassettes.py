@@ -46,7 +46,12 @@ MODEL = "oracle"
 CALL_PREFIX: dict[str, str] = {"openai": "call_", "anthropic": "toolu_"}
 
 
-def describe(vendor: str) -> str:
+def cassette_name(vendor: Vendor) -> str:
+    """The committed cassette's file name for ``vendor``."""
+    return f"oracle-{vendor}.jsonl"
+
+
+def describe(vendor: Vendor) -> str:
     """The cassette header's description: what this recording is and is not."""
     return (
         f"scripted oracle model (evals/oracle/oracle.yaml) recorded through the {vendor} "
@@ -62,7 +67,7 @@ def load_oracle(path: Path = ORACLE) -> dict[str, list[dict[str, Any]]]:
     return {str(name): list(rounds) for name, rounds in data.items()}
 
 
-def replies(vendor: str, rounds: Sequence[Mapping[str, Any]]) -> list[Reply]:
+def replies(vendor: Vendor, rounds: Sequence[Mapping[str, Any]]) -> list[Reply]:
     """The oracle's rounds as wire replies; tool-call ids numbered within the case."""
     out, number = [], 0
     for round_ in rounds:
@@ -91,7 +96,7 @@ def _chunks(text: str, size: int = 24) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def adapter(vendor: str, server: VendorServer) -> BaseLLMProvider:
+def adapter(vendor: Vendor, server: VendorServer) -> BaseLLMProvider:
     """The real SDK adapter for ``vendor``, pointed at the test server."""
     if vendor == "openai":
         from gmchat_nb.core.providers.openai import OpenAIProvider
@@ -107,7 +112,7 @@ def adapter(vendor: str, server: VendorServer) -> BaseLLMProvider:
 
 
 async def record(
-    vendor: str, cases: Sequence[Case], oracle: Mapping[str, Any], out: Path
+    vendor: Vendor, cases: Sequence[Case], oracle: Mapping[str, Any], out: Path
 ) -> list[CaseResult]:
     """Append every case's responses (one case at a time: the server's script is a queue)."""
     results = []
@@ -116,10 +121,10 @@ async def record(
             if case.name not in oracle:
                 raise SystemExit(f"the oracle has no rounds for the case {case.name!r}")
             server.reset()
-            server.script(vendor, replies(vendor, oracle[case.name]))  # type: ignore[arg-type]
+            server.script(vendor, replies(vendor, oracle[case.name]))
             recorder = RecordingProvider(adapter(vendor, server), out, describe(vendor))
             result = await run_case(case, recorder, label=recorder.label)
-            left = server.remaining(vendor)  # type: ignore[arg-type]
+            left = server.remaining(vendor)
             if left:
                 result.reasons.append(f"the oracle had {left} rounds left over")
                 result.status = "fail"
@@ -131,14 +136,14 @@ def _outcome(results: Sequence[CaseResult]) -> list[tuple[str, str, str]]:
     return [(r.case.name, r.status, r.answer) for r in results]
 
 
-async def record_all(vendors: Sequence[str], directory: Path) -> int:
+async def record_all(vendors: Sequence[Vendor], directory: Path) -> int:
     """Record, then replay; 0 when every case passed and replayed identically."""
     cases = select_cases()
     oracle = load_oracle()
     failures = 0
     print(f"{'Cassette':<28}{'Cases':>7}{'Pass':>7}{'Replayed':>10}")
     for vendor in vendors:
-        path = directory / f"oracle-{vendor}.jsonl"
+        path = directory / cassette_name(vendor)
         recorded = await record(vendor, cases, oracle, path)
         replayed = await run_cases(cases, [f"replay:{path}"], concurrency=4)
         same = _outcome(recorded) == _outcome(replayed)
@@ -158,16 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help="record into a temporary directory and compare"
     )
     args = parser.parse_args(argv)
-    vendors = args.vendor or list(VENDORS)
+    vendors: list[Vendor] = args.vendor or list(VENDORS)
     if not args.check:
         CASSETTES.mkdir(parents=True, exist_ok=True)
         for vendor in vendors:
-            (CASSETTES / f"oracle-{vendor}.jsonl").unlink(missing_ok=True)
+            (CASSETTES / cassette_name(vendor)).unlink(missing_ok=True)
         return asyncio.run(record_all(vendors, CASSETTES))
     with tempfile.TemporaryDirectory() as scratch:
         status = asyncio.run(record_all(vendors, Path(scratch)))
         for vendor in vendors:
-            name = f"oracle-{vendor}.jsonl"
+            name = cassette_name(vendor)
             committed = CASSETTES / name
             if not committed.exists() or not filecmp.cmp(
                 Path(scratch) / name, committed, shallow=False

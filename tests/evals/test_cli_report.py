@@ -149,12 +149,12 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert "\r" not in done.stdout and "1/1" not in done.stdout
 
 
+# -- HTML report -----------------------------------------------------------------------------
+
 ALUMINUM_QUERY = {
     "name": "query",
     "args": {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Aluminum"}},
 }
-
-# -- HTML report -----------------------------------------------------------------------------
 
 
 def test_report_html_is_self_contained_and_escaped(tmp_path: Path) -> None:
