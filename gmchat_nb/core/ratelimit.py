@@ -4,12 +4,15 @@ GeneralManager counts in fixed cache windows and always answers ``retry_after_se
 full window. Here every request and every provider usage is a timestamped row in the store, a
 budget covers exactly the last ``window_seconds``, and a refusal says how many seconds remain until
 enough old usage has left the window for the budget to admit again.
+
+A check costs the same after ten thousand turns as after one: the store keeps a running total per
+counter and window, and reads only the rows that left the window since the last check (and, for a
+refusal, the oldest rows until the budget would admit).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,13 +37,19 @@ _DEFAULTS: Final[dict[str, Any]] = {
 class UsageStore(Protocol):
     """What the limiter needs from a store (:class:`gmchat_nb.core.store.ChatStore` has it)."""
 
-    def record_usage(
-        self, actor_id: str, counter: str, amount: int, *, at: float | None = None
-    ) -> None:
-        """Add ``amount`` to a counter at time ``at``."""
-
-    def usage(self, actor_id: str, counter: str, *, since: float) -> list[tuple[float, int]]:
-        """``(at, amount)`` rows at or after ``since``, in time order."""
+    def admit_usage(
+        self,
+        actor_id: str,
+        amounts: Mapping[str, int],
+        *,
+        limits: Mapping[str, int],
+        window_seconds: float,
+        now: float,
+    ) -> dict[str, float]:
+        """Atomically: add ``amounts`` at ``now`` unless a counter of ``limits`` is at or over
+        its limit in the window ``(now - window_seconds, ...]``; ``{}`` when added, else each
+        exhausted counter with the time its usage in the window is below its limit again."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +79,8 @@ class RateLimiter:
     ``None``, zero or a negative number means no budget for that counter. ``clock`` gives the
     current time in seconds (inject one in tests).
 
-    Admission is atomic within one process; two processes sharing a store may each admit the
-    last request of a budget at the same instant.
+    Deciding and counting a request is one store transaction, so threads and processes sharing
+    a store never both admit the last request of a budget.
     """
 
     def __init__(
@@ -106,8 +115,9 @@ class RateLimiter:
         self._budgets: dict[str, int] = {
             name: limit for name, limit in budgets.items() if limit is not None
         }
-        # Check-then-record must not interleave between two threads of one process.
-        self._lock = threading.Lock()
+        self._token_budgets = {
+            name: limit for name, limit in self._budgets.items() if name != "requests"
+        }
 
     @classmethod
     def from_settings(
@@ -138,64 +148,45 @@ class RateLimiter:
         Refuses when one more request would exceed the request budget or any token budget is
         already used up.
         """
-        with self._lock:
-            now = self.clock()
-            decision = self._decide(actor_id, now)
-            if decision.allowed:
-                self.store.record_usage(actor_id, "requests", 1, at=now)
-            return decision
+        # For the request counter "one more would exceed" (used + 1 > limit) is the same test as
+        # "at or over" (used >= limit), so admission and check share it.
+        return self._admit(actor_id, {"requests": 1}, self._budgets)
 
     def check(self, actor_id: str) -> RateDecision:
         """Admission without counting (before a tool, a confirmed write, a summary or a provider
         round): refuses when any budget is at or over its limit."""
-        with self._lock:
-            return self._decide(actor_id, self.clock())
+        return self._admit(actor_id, {}, self._budgets)
 
     def check_tokens(self, actor_id: str) -> RateDecision:
         """The check inside a turn (before each provider round, summary or tool): the turn's
         request was already admitted, so only an exhausted token budget refuses."""
-        with self._lock:
-            return self._decide(actor_id, self.clock(), exclude="requests")
+        return self._admit(actor_id, {}, self._token_budgets)
 
     def record_usage(self, actor_id: str, usage: TokenUsage) -> None:
         """Count one provider response's tokens (``input_tokens``, ``output_tokens`` and their
         sum as ``tokens``)."""
-        now = self.clock()
         amounts = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "tokens": usage.input_tokens + usage.output_tokens,
         }
-        for counter, amount in amounts.items():
-            if amount > 0:
-                self.store.record_usage(actor_id, counter, amount, at=now)
+        # Tokens already spent are counted even over budget: no limits, so always added.
+        self._admit(actor_id, {name: n for name, n in amounts.items() if n > 0}, {})
 
-    def _decide(self, actor_id: str, now: float, exclude: str | None = None) -> RateDecision:
-        # For the request counter "one more would exceed" (used + 1 > limit) is the same test as
-        # "at or over" (used >= limit), so admit and check share it. Every exhausted budget must
-        # recover before a request can pass, so the longest wait is the answer.
+    def _admit(
+        self, actor_id: str, amounts: Mapping[str, int], limits: Mapping[str, int]
+    ) -> RateDecision:
+        """Add ``amounts`` now unless a budget of ``limits`` is exhausted; the decision."""
+        now = self.clock()
+        below_at = self.store.admit_usage(
+            actor_id, amounts, limits=limits, window_seconds=self.window_seconds, now=now
+        )
+        # Every exhausted budget must recover before a request can pass, so the longest wait is
+        # the answer (the first budget's on a tie).
         worst: RateDecision | None = None
-        for counter, limit in self._budgets.items():
-            if counter == exclude:
-                continue
-            wait = self._wait(actor_id, counter, limit, now)
-            if wait is not None and (worst is None or wait > (worst.retry_after_seconds or 0)):
+        for counter, at in below_at.items():
+            # Rounded first so float noise (3599.0000000001) does not add a second.
+            wait = max(1, math.ceil(round(at - now, 6)))
+            if worst is None or wait > (worst.retry_after_seconds or 0):
                 worst = RateDecision(False, wait, counter)
         return worst or RateDecision(True)
-
-    def _wait(self, actor_id: str, counter: str, limit: int, now: float) -> int | None:
-        """Seconds until ``counter`` is below ``limit`` again, or ``None`` when it already is."""
-        start = now - self.window_seconds
-        # A row at time t counts while now < t + window, so rows exactly at the start are out.
-        rows = [row for row in self.store.usage(actor_id, counter, since=start) if row[0] > start]
-        used = sum(amount for _, amount in rows)
-        if used < limit:
-            return None
-        for at, amount in rows:
-            used -= amount
-            if used < limit:
-                # Rounded first so float noise (3599.0000000001) does not add a second.
-                return max(1, math.ceil(round(at + self.window_seconds - now, 6)))
-        raise AssertionError(
-            "unreachable: the sum drops below a positive limit"
-        )  # pragma: no cover
