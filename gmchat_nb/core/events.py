@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 __all__ = [
     "ERROR_MESSAGES",
@@ -42,6 +42,9 @@ ERROR_MESSAGES: dict[str, str] = {
     "deadline_exceeded": "The request reached its time limit.",
     "provider_failed": "The provider could not complete the request.",
     "forbidden": "Forbidden.",
+    # Not in GeneralManager: the journal's terminal event of a turn that stopped before it could
+    # end (a client that went away, a server that was killed); see core/recovery.py.
+    "interrupted": "The request was interrupted before it finished.",
 }
 
 
@@ -68,9 +71,9 @@ class _Event:
 
     _optional: ClassVar[frozenset[str]] = frozenset()
 
-    def numbered(self, sequence: int) -> ChatEvent:
+    def numbered(self, sequence: int) -> Self:
         """The same event with its sequence number."""
-        return dataclasses.replace(self, sequence=sequence)  # type: ignore[return-value]
+        return dataclasses.replace(self, sequence=sequence)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,11 +147,17 @@ ChatEvent = TextChunk | ToolCall | ToolResult | ConfirmMutation | Done | Error
 EventType = Literal["text_chunk", "tool_call", "tool_result", "confirm_mutation", "done", "error"]
 
 
-def error_event(code: str, *, retry_after_seconds: int | None = None) -> Error:
-    """The error event for ``code`` with its fixed public message."""
+def error_event(
+    code: str, *, retry_after_seconds: int | None = None, message: str | None = None
+) -> Error:
+    """The error event for ``code``: its fixed public message, or ``message`` when the caller
+    can say more precisely what was wrong (clients match on ``code``, people read ``message``).
+    An unknown code becomes ``chat_error`` with the generic message."""
+    known = code in ERROR_MESSAGES
     return Error(
-        message=ERROR_MESSAGES.get(code, ERROR_MESSAGES["chat_error"]),
-        code=code if code in ERROR_MESSAGES else "chat_error",
+        message=(message if known and message else None)
+        or ERROR_MESSAGES.get(code, ERROR_MESSAGES["chat_error"]),
+        code=code if known else "chat_error",
         retry_after_seconds=retry_after_seconds,
     )
 

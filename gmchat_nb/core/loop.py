@@ -53,6 +53,7 @@ from .providers.base import (
     ToolCallEvent,
     ToolDefinition,
 )
+from .text import clean_json, clean_text
 from .tools import ToolRun, is_read_tool, run_tool
 
 __all__ = [
@@ -157,6 +158,10 @@ class TurnIO(Protocol):
         """An error event when a budget forbids another provider round."""
         ...
 
+    def checkpoint(self) -> None:
+        """Write what the turn has so far (before a data change, and after it)."""
+        ...
+
     def record_usage(self, usage: TokenUsage) -> None:
         """Count one response's tokens against the actor's budgets."""
         ...
@@ -203,9 +208,12 @@ async def completed_events(
             if isinstance(event, DoneEvent):
                 done = event
                 continue
-            if not isinstance(event, TextChunkEvent | ToolCallEvent):
+            if isinstance(event, TextChunkEvent):
+                yield _clean_chunk(event)
+            elif isinstance(event, ToolCallEvent):
+                yield _clean_call(event)
+            else:
                 raise ProviderCompletionError("unsupported_provider_event", type(event).__name__)
-            yield event
     finally:
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
@@ -214,6 +222,23 @@ async def completed_events(
     if done is None:
         raise ProviderCompletionError("stream_without_completion")
     yield done
+
+
+def _clean_chunk(event: TextChunkEvent) -> TextChunkEvent:
+    """Model text as it can be stored and sent: lone surrogates become U+FFFD."""
+    content = clean_text(event.content)
+    return event if content is event.content else TextChunkEvent(content)
+
+
+def _clean_call(call: ToolCallEvent) -> ToolCallEvent:
+    """A tool call whose id, name, arguments and error can be stored and sent."""
+    cleaned = ToolCallEvent(
+        clean_text(call.id),
+        clean_text(call.name),
+        clean_json(call.args),
+        None if call.error is None else clean_text(call.error),
+    )
+    return call if cleaned == call else cleaned
 
 
 async def complete_text(
@@ -351,8 +376,9 @@ class ToolLoop:
             yield error_event("confirmation_unavailable")
             return
         if decision == "confirmed":
-            run = await self._execute(prepared)
-        elif decision == "rejected":
+            yield await self._mutate(messages, call, prepared, state)
+            return
+        if decision == "rejected":
             run = ToolRun({"status": "cancelled", "reason": "user_rejected"})
         else:
             run = ToolRun({"status": "cancelled", "reason": "confirmation_timed_out"})
@@ -413,7 +439,7 @@ class ToolLoop:
             yield await self.record_result(messages, call, run, state)
             return
         if prepared.mutation not in self.limits.confirm_mutations:
-            yield await self.record_result(messages, call, await self._execute(prepared), state)
+            yield await self._mutate(messages, call, prepared, state)
             return
         if self.transport == "http":
             yield error_event("confirmation_required_transport")
@@ -445,6 +471,33 @@ class ToolLoop:
         return self.project.mutation_compiler.prepare(
             args["mutation"], args.get("input"), self.limits.allowed_mutations
         )
+
+    async def _mutate(
+        self,
+        messages: list[Message],
+        call: ToolCallEvent,
+        prepared: PreparedMutation,
+        state: TurnState,
+    ) -> ToolResult:
+        """Run a mutation once and record its result, written before and after it runs.
+
+        The call is in the store before the data can change, so a process that dies mid-way
+        leaves an *unknown outcome* for recovery to report, never a silent gap. A cancelled turn
+        (a client that went away) lets a mutation already under way finish and records what it
+        did before stopping: cancelling must never pretend an effect did not happen.
+        """
+        self.io.checkpoint()
+        effect = asyncio.ensure_future(self._execute(prepared))
+        try:
+            run = await asyncio.shield(effect)
+        except asyncio.CancelledError:
+            run = await asyncio.shield(effect)  # a second cancel leaves it to recovery
+            await self.record_result(messages, call, run, state)
+            self.io.checkpoint()
+            raise
+        result = await self.record_result(messages, call, run, state)
+        self.io.checkpoint()
+        return result
 
     async def _execute(self, prepared: PreparedMutation) -> ToolRun:
         try:

@@ -10,6 +10,7 @@ mutation can run at most once however many processes or requests try to confirm 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import importlib
 import logging
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .audit import AuditLog
-from .events import ChatEvent, ConfirmMutation, Error, TextChunk, error_event
+from .events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_event
 from .loop import (
     Decision,
     LoopLimits,
@@ -41,8 +42,10 @@ from .providers.base import (
     ToolDefinition,
 )
 from .ratelimit import RateLimiter
+from .recovery import OWNER, close_turn, driving, recover
 from .settings import ChatSettings
 from .store import ChatStore, ConfirmationRecord, StoredMessage
+from .text import json_kind, lone_surrogate_at
 from .tools import ToolRun
 
 __all__ = ["HOOK_NAMES", "Actor", "ChatSession", "Hooks"]
@@ -208,31 +211,29 @@ class ChatSession:
     async def run_turn(
         self, text: Any, *, transport: Transport = "stream"
     ) -> AsyncIterator[ChatEvent]:
-        """Answer one user message: an async iterator of events ending in Done or Error."""
-        if not isinstance(text, str) or not text.strip():
-            yield error_event("bad_message")
+        """Answer one user message: an async iterator of events ending in Done or Error.
+
+        Text that cannot be stored — not a string, blank, or holding a lone surrogate (half of
+        a UTF-16 pair, which no UTF-8 store or socket can carry) — is refused with
+        ``bad_message`` before anything is stored; nothing is silently changed.
+        """
+        refusal = _text_refusal(text)
+        if refusal is not None:
+            yield error_event("bad_message", message=refusal)
             return
         if self._busy:
             yield error_event("turn_in_progress")
             return
-        if self.conversation_id is not None and self.store.pending_confirmation(
-            self.conversation_id, now=self.clock()
-        ):
-            yield error_event("confirmation_pending")
+        try:
+            refused = self._admit(text)
+        except Exception as error:  # the store failed before the turn began
+            yield self._failed_to_start(error)
             return
-        decision = self.limiter.admit_request(self.actor.id)
-        if not decision.allowed:
-            yield error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
+        if refused is not None:
+            yield refused
             return
         self._busy = True
         try:
-            if self.conversation_id is None:
-                self.conversation_id = self.store.create_conversation(
-                    self.actor.id, _title(text)
-                ).id
-            elif self._untitled:
-                self.store.rename_conversation(self.conversation_id, _title(text))
-            self._untitled = False
             state = TurnState()
             await self.persist(Message("user", text), state)
             self.audit.emit("user_message", {"message": text, "session_key": self.conversation_id})
@@ -246,6 +247,31 @@ class ChatSession:
                 yield event
         finally:
             self._busy = False
+
+    def _admit(self, text: str) -> Error | None:
+        """Close what earlier turns left open, check budgets and confirmations, and make sure
+        the conversation exists and is named; an error event when the turn may not start."""
+        if self.conversation_id is not None:
+            # A turn of this conversation left open by a process that died, or suspended at a
+            # confirmation that expired, is closed first, so the context below is honest.
+            recover(self.store, conversation_id=self.conversation_id, now=self.clock())
+            if self.store.pending_confirmation(self.conversation_id, now=self.clock()):
+                return error_event("confirmation_pending")
+        decision = self.limiter.admit_request(self.actor.id)
+        if not decision.allowed:
+            return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
+        if self.conversation_id is None:
+            self.conversation_id = self.store.create_conversation(self.actor.id, _title(text)).id
+        elif self._untitled:
+            self.store.rename_conversation(self.conversation_id, _title(text))
+        self._untitled = False
+        return None
+
+    def _failed_to_start(self, error: Exception) -> Error:
+        """The one terminal event of a turn whose first step failed (logged server-side)."""
+        log.exception("a chat turn could not start", exc_info=error)
+        self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "admission"})
+        return error_event("chat_error")
 
     def confirm(self, confirmation_id: str, confirmed: bool) -> bool:
         """Resolve a confirmation a running turn waits for; False when none waits under that id."""
@@ -276,10 +302,14 @@ class ChatSession:
         record = None
         if self.conversation_id is not None and isinstance(confirmation_id, str):
             record = self.store.claim_confirmation(
-                self.conversation_id, confirmation_id, self.actor.id, now=self.clock()
+                self.conversation_id,
+                confirmation_id,
+                self.actor.id,
+                now=self.clock(),
+                owner=OWNER,
             )
         if record is None:
-            yield error_event(unavailable_code)
+            yield error_event(unavailable_code, message=_UNAVAILABLE)
             return
         self._busy = True
         try:
@@ -297,19 +327,11 @@ class ChatSession:
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
         self._turn = state
-        self._unsaved.append(
-            {
-                "role": message.role,
-                "content": message.content,
-                "tool_calls": [
-                    {"id": call.id, "name": call.name, "args": call.args}
-                    for call in message.tool_calls
-                ],
-                "tool_call_id": message.tool_call_id,
-                "tool_name": message.tool_name,
-                "tool_result": message.tool_result,
-            }
-        )
+        self._unsaved.append(_message_dict(message))
+
+    def checkpoint(self) -> None:
+        """Write what the turn has so far now (before and after a data change)."""
+        self._flush()
 
     def check_rate(self) -> Error | None:
         """Before each provider round: write what the turn has so far, then check budgets."""
@@ -393,16 +415,69 @@ class ChatSession:
         transport: Transport,
         resumed: tuple[ConfirmationRecord, Decision] | None,
     ) -> AsyncIterator[ChatEvent]:
-        """Run (or resume) the loop, numbering, journaling and auditing every event."""
+        """Run (or resume) the loop, numbering, journaling and auditing every event.
+
+        Every turn ends with exactly one terminal event (``done`` or ``error``), and that event is
+        yielded only after it and everything before it are written, so what a client saw last is
+        always in the store. A failing write ends the turn with ``chat_error`` instead (and is not
+        retried by the next turn); a turn cancelled from outside (a client that went away) is
+        closed as interrupted (:mod:`gmchat_nb.core.recovery`).
+        """
         assert self.conversation_id is not None
+        conversation_id = self.conversation_id
         # A resumed turn goes on numbering where its journal stopped.
-        sequence = (
-            len(self.store.events(self.conversation_id, turn_id=state.turn_id)) if resumed else 0
-        )
+        sequence = len(self.store.events(conversation_id, turn_id=state.turn_id)) if resumed else 0
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
-        ended_with: str | None = None
-        loop = ToolLoop(
+        loop = self._loop(transport)
+        self._turn = state
+        ended = False
+        with driving(conversation_id, state.turn_id):
+            try:
+                self._flush(turn_state="running")  # the context is read from the store
+                messages = await self._context(state, pending_tail=resumed is not None)
+                events: AsyncIterator[ChatEvent] = loop.run(messages, state)
+                if resumed is not None:
+                    events = self._resumed(loop, messages, state, *resumed)
+                async for event in events:
+                    sequence += 1
+                    numbered = event.numbered(sequence)
+                    self._journal.append((sequence, numbered.to_dict()))
+                    if isinstance(event, TextChunk):
+                        answer.append(event.content)
+                    elif isinstance(numbered, Done | Error):
+                        self._end(state, numbered)  # written before anyone sees it
+                        ended = True
+                    elif isinstance(event, ConfirmMutation):
+                        # A confirm request may resume the turn in another process.
+                        suspended = transport == "sse"
+                        self._flush(turn_state="suspended" if suspended else None)
+                        ended = suspended
+                    yield numbered
+            except Exception as error:  # a bug or a failed write: the generic public event
+                if ended:
+                    raise  # the turn already ended; this failure is the caller's to see
+                log.exception("chat turn failed")
+                self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
+                sequence += 1
+                failure = error_event("chat_error").numbered(sequence)
+                self._journal.append((sequence, failure.to_dict()))
+                with contextlib.suppress(Exception):  # the store may be what failed
+                    self._end(state, failure)
+                ended = True
+                yield failure
+            except (asyncio.CancelledError, GeneratorExit):
+                if not ended:
+                    self._interrupt(state, "the client went away or the request was cancelled")
+                raise
+        if answer:
+            self.audit.emit(
+                "assistant_message",
+                {"message": "".join(answer), "session_key": self.conversation_id},
+            )
+
+    def _loop(self, transport: Transport) -> ToolLoop:
+        return ToolLoop(
             self.project,
             self.provider,
             self._tools,
@@ -420,56 +495,51 @@ class ChatSession:
             transport=transport,
             outcomes=self.outcomes,
         )
-        self._turn = state
-        self._flush()  # the context is read from the store
-        try:
-            messages = await self._context(state, pending_tail=resumed is not None)
-            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
-            if resumed is not None:
-                events = self._resumed(loop, messages, state, *resumed)
-            async for event in events:
-                sequence += 1
-                numbered = event.numbered(sequence)
-                self._journal.append((sequence, numbered.to_dict()))
-                if isinstance(event, TextChunk):
-                    answer.append(event.content)
-                elif isinstance(event, Error):
-                    ended_with = event.code
-                elif isinstance(event, ConfirmMutation):
-                    self._flush()  # a confirm request may resume the turn in another process
-                yield numbered
-        except Exception as error:  # a bug or an unexpected failure: generic public event
-            log.exception("chat turn failed")
-            self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
-            sequence += 1
-            failure = error_event("chat_error").numbered(sequence)
-            self._journal.append((sequence, failure.to_dict()))
-            ended_with = "chat_error"
-            yield failure
-        finally:
-            self._flush()
-        if answer:
-            self.audit.emit(
-                "assistant_message",
-                {"message": "".join(answer), "session_key": self.conversation_id},
-            )
-        if ended_with is not None and ended_with != "confirmation_required_transport":
-            # Leave no dangling question: the next turn's context says this one failed.
-            await self.persist(
-                Message("assistant", f"(This request ended without an answer: {ended_with}.)"),
-                state,
-            )
-            self._flush()
 
-    def _flush(self) -> None:
-        """Write the turn's queued messages and events in one transaction (at round starts,
-        before a confirmation and at the end: a few writes per turn, not one per event)."""
-        if (self._unsaved or self._journal) and self.conversation_id and self._turn:
-            self.store.record_turn(
-                self.conversation_id, self._turn.turn_id, self._unsaved, self._journal
+    def _end(self, state: TurnState, terminal: Done | Error) -> None:
+        """Write the turn's last messages and journal with its terminal event, and its state."""
+        if isinstance(terminal, Error) and terminal.code != "confirmation_required_transport":
+            # Leave no dangling question: the next turn's context says this one failed.
+            self._unsaved.append(
+                _message_dict(
+                    Message(
+                        "assistant", f"(This request ended without an answer: {terminal.code}.)"
+                    )
+                )
             )
-        self._unsaved.clear()
-        self._journal.clear()
+        self._flush(turn_state="done" if isinstance(terminal, Done) else "failed")
+
+    def _interrupt(self, state: TurnState, reason: str) -> None:
+        """Close a turn cancelled mid-way: what it did so far is written, then it is closed as
+        interrupted like a turn whose process died (never raises: it runs while unwinding)."""
+        if self.conversation_id is None:
+            return
+        try:
+            self._flush(turn_state="running")
+            turn = self.store.turn(self.conversation_id, state.turn_id)
+            if turn is not None and turn.state == "running":
+                close_turn(self.store, turn, reason, now=self.clock())
+        except Exception:
+            log.exception("could not record the interrupted turn %s", state.turn_id)
+
+    def _flush(self, *, turn_state: str | None = None) -> None:
+        """Write the turn's queued messages and events in one transaction (at round starts,
+        before effects and confirmations, and at the end: a few writes per turn, not one per
+        event). The queues are emptied first: a write that fails loses only this turn's rows
+        and never poisons the next turn."""
+        unsaved, journal = self._unsaved, self._journal
+        self._unsaved, self._journal = [], []
+        if self.conversation_id is None or self._turn is None:
+            return
+        if unsaved or journal or turn_state is not None:
+            self.store.record_turn(
+                self.conversation_id,
+                self._turn.turn_id,
+                unsaved,
+                journal,
+                state=turn_state,
+                owner=OWNER,
+            )
 
     async def _resumed(
         self,
@@ -496,7 +566,7 @@ class ChatSession:
     def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
         assert self.conversation_id is not None
         record = self.store.claim_confirmation(
-            self.conversation_id, confirmation_id, self.actor.id, now=self.clock()
+            self.conversation_id, confirmation_id, self.actor.id, now=self.clock(), owner=OWNER
         )
         if record is None:
             return "unavailable"
@@ -562,6 +632,43 @@ class ChatSession:
         if text.strip():
             self.store.set_summary(self.conversation_id, text.strip(), through)
         return text.strip()
+
+
+_UNAVAILABLE = (
+    "There is no pending confirmation with that id in this conversation: it is unknown, was "
+    "already decided, or expired."
+)
+
+
+def _text_refusal(text: Any) -> str | None:
+    """Why a user message cannot be accepted, or None."""
+    if text is None:
+        return "Message text is required."
+    if not isinstance(text, str):
+        return f"Message text must be a string, not {json_kind(text)}."
+    if not text.strip():
+        return "Message text is required."
+    position = lone_surrogate_at(text)
+    if position is not None:
+        return (
+            f"Message text has a lone surrogate (U+{ord(text[position]):04X}) at character "
+            f"{position}, which is not valid Unicode; send the text as valid UTF-8."
+        )
+    return None
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    """A provider message as :meth:`ChatStore.record_turn` takes it."""
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [
+            {"id": call.id, "name": call.name, "args": call.args} for call in message.tool_calls
+        ],
+        "tool_call_id": message.tool_call_id,
+        "tool_name": message.tool_name,
+        "tool_result": message.tool_result,
+    }
 
 
 def _title(text: str) -> str:

@@ -22,32 +22,42 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
+from .text import clean_text
+
 __all__ = [
     "CONFIRMATION_STATES",
     "SCHEMA_VERSION",
+    "TURN_STATES",
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",
     "StoreVersionError",
     "StoredMessage",
+    "TurnRecord",
 ]
 
-SCHEMA_VERSION: Final = 1
-"""The schema this module writes; kept in SQLite's ``PRAGMA user_version``."""
+SCHEMA_VERSION: Final = 2
+"""The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
+tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it."""
 
 CONFIRMATION_STATES: Final = frozenset(
-    {"pending", "claimed", "executed", "rejected", "expired", "failed"}
+    {"pending", "claimed", "executed", "rejected", "expired", "failed", "unknown"}
 )
-"""Every state a confirmation can be in."""
+"""Every state a confirmation can be in. ``unknown``: it was claimed and its mutation may have
+run, but the process died before the outcome was recorded (never retried automatically)."""
 
 # States a confirmation ends in; finish_confirmation accepts only these.
-_FINAL_STATES: Final = frozenset({"executed", "rejected", "expired", "failed"})
+_FINAL_STATES: Final = frozenset({"executed", "rejected", "expired", "failed", "unknown"})
+
+TURN_STATES: Final = frozenset({"running", "suspended", "done", "failed", "interrupted"})
+"""Every state a turn can be in: ``running`` (some process drives it), ``suspended`` (stopped at a
+confirmation a later request resumes), and the final ``done``, ``failed`` and ``interrupted``."""
 _ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
 _DAY_SECONDS: Final = 86400.0
 
@@ -103,6 +113,17 @@ CREATE TABLE IF NOT EXISTS confirmations (
 );
 CREATE INDEX IF NOT EXISTS confirmations_by_state ON confirmations (state, expires_at);
 
+CREATE TABLE IF NOT EXISTS turns (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    PRIMARY KEY (conversation_id, id)
+);
+CREATE INDEX IF NOT EXISTS turns_by_state ON turns (state, conversation_id);
+
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     actor_id TEXT NOT NULL,
@@ -112,6 +133,15 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 CREATE INDEX IF NOT EXISTS usage_by_actor ON usage (actor_id, counter, at);
 CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
+
+CREATE TABLE IF NOT EXISTS usage_totals (
+    actor_id TEXT NOT NULL,
+    counter TEXT NOT NULL,
+    window_seconds REAL NOT NULL,
+    window_start REAL NOT NULL,
+    total INTEGER NOT NULL,
+    PRIMARY KEY (actor_id, counter, window_seconds)
+) WITHOUT ROWID;
 """
 
 
@@ -152,6 +182,19 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn's lifecycle: ``state`` is one of :data:`TURN_STATES`; ``owner`` names the process
+    that last drove it (see :mod:`gmchat_nb.core.recovery`)."""
+
+    conversation_id: str
+    id: str
+    state: str
+    owner: str
+    started_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ConfirmationRecord:
     """A mutation waiting for (or past) a human's decision.
 
@@ -185,6 +228,30 @@ def _jupyter_data_dir() -> Path:
 
 def _now(value: float | None) -> float:
     return time.time() if value is None else float(value)
+
+
+def _bindable(parameters: Iterable[Any]) -> tuple[Any, ...]:
+    """Statement parameters SQLite can bind: text with a lone surrogate (which UTF-8 cannot
+    encode, so the whole statement would fail) gets U+FFFD in its place."""
+    return tuple(clean_text(value) if isinstance(value, str) else value for value in parameters)
+
+
+class _Statements:
+    """The connection inside one write transaction, binding parameters with :func:`_bindable`:
+    a model's broken character must never make a turn's whole write fail."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def execute(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Cursor:
+        """``sqlite3.Connection.execute`` with bindable parameters."""
+        return self._connection.execute(sql, _bindable(parameters))
+
+    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
+        """``sqlite3.Connection.executemany`` with bindable parameters."""
+        return self._connection.executemany(sql, (_bindable(row) for row in rows))
 
 
 class ChatStore:
@@ -251,13 +318,13 @@ class ChatStore:
             connection.execute("COMMIT")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Iterator[_Statements]:
         """One write transaction under the lock; rolled back when the body raises."""
         with self._lock:
             connection = self._connection
             connection.execute("BEGIN IMMEDIATE")
             try:
-                yield connection
+                yield _Statements(connection)
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
@@ -265,7 +332,7 @@ class ChatStore:
 
     def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._connection.execute(sql, tuple(parameters)).fetchall()
+            return self._connection.execute(sql, _bindable(parameters)).fetchall()
 
     @property
     def journal_mode(self) -> str:
@@ -421,38 +488,95 @@ class ChatStore:
         turn_id: str,
         messages: Iterable[Mapping[str, Any]],
         events: Iterable[tuple[int, Mapping[str, Any]]],
+        *,
+        state: str | None = None,
+        owner: str = "",
     ) -> None:
         """Append a turn's new messages (keyword arguments of :meth:`append_message`, with
-        ``role``) and journal its new events, all in one transaction."""
-        rows = [
-            _message_row(
-                message["role"],
-                message.get("content", ""),
-                message.get("tool_calls", ()),
-                message.get("tool_call_id"),
-                message.get("tool_name"),
-                message.get("tool_result"),
-                turn_id,
-            )
-            for message in messages
-        ]
+        ``role``) and journal its new events, all in one transaction; with ``state`` (one of
+        :data:`TURN_STATES`) the turn's lifecycle row is written in the same transaction."""
+        if state is not None and state not in TURN_STATES:
+            raise ValueError(f"state must be one of {sorted(TURN_STATES)}, not {state!r}")
+        rows = [_message_row_of(message, turn_id) for message in messages]
         journal = [
             (sequence, json.dumps(dict(payload), sort_keys=True)) for sequence, payload in events
         ]
-        if not rows and not journal:
+        if not rows and not journal and state is None:
             return
         at = time.time()
         with self._write() as connection:
             _touch(connection, conversation_id, at)
-            connection.executemany(
-                "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
-                "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (conversation_id, role, content, calls, call_id, name, result, turn, at)
-                    for role, calls, call_id, name, result, content, turn in rows
-                ],
-            )
+            if state is not None:
+                _set_turn_state(connection, conversation_id, turn_id, state, owner, at)
+            _insert_messages(connection, conversation_id, rows, at)
             _insert_events(connection, conversation_id, turn_id, journal, at)
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    def turn(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
+        """The turn's lifecycle row, or ``None`` (turns written before store version 2 have
+        none)."""
+        rows = self._read(
+            "SELECT * FROM turns WHERE conversation_id = ? AND id = ?", (conversation_id, turn_id)
+        )
+        return _turn(rows[0]) if rows else None
+
+    def turns(self, *, state: str, conversation_id: str | None = None) -> list[TurnRecord]:
+        """Turns in ``state`` (of one conversation, or of all), oldest first."""
+        sql = "SELECT * FROM turns WHERE state = ?"
+        parameters: list[Any] = [state]
+        if conversation_id is not None:
+            sql += " AND conversation_id = ?"
+            parameters.append(conversation_id)
+        return [_turn(row) for row in self._read(sql + " ORDER BY started_at, rowid", parameters)]
+
+    def close_turn(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        *,
+        expect_state: str,
+        expect_owner: str,
+        final_state: str,
+        messages: Iterable[Mapping[str, Any]] = (),
+        events: Iterable[tuple[int, Mapping[str, Any]]] = (),
+        confirmations: Mapping[str, str] | None = None,
+    ) -> bool:
+        """End a turn nobody is driving any more, in one transaction: only while it is still
+        ``expect_state`` under ``expect_owner`` (so two processes recovering the same turn close it
+        once), append its closing ``messages`` and ``events``, and move ``confirmations``
+        (id -> final state) that are still pending or claimed. ``False`` when the turn had already
+        moved on."""
+        if final_state not in TURN_STATES:
+            raise ValueError(f"state must be one of {sorted(TURN_STATES)}, not {final_state!r}")
+        for target in (confirmations or {}).values():
+            if target not in _FINAL_STATES:
+                raise ValueError(f"confirmation state must be final, not {target!r}")
+        rows = [_message_row_of(message, turn_id) for message in messages]
+        journal = [
+            (sequence, json.dumps(dict(payload), sort_keys=True)) for sequence, payload in events
+        ]
+        at = time.time()
+        with self._write() as connection:
+            moved = connection.execute(
+                "UPDATE turns SET state = ?, ended_at = ? WHERE conversation_id = ? AND id = ? "
+                "AND state = ? AND owner = ?",
+                (final_state, at, conversation_id, turn_id, expect_state, expect_owner),
+            )
+            if moved.rowcount != 1:
+                return False
+            _touch(connection, conversation_id, at)
+            _insert_messages(connection, conversation_id, rows, at)
+            _insert_events(connection, conversation_id, turn_id, journal, at)
+            for confirmation_id, target in (confirmations or {}).items():
+                connection.execute(
+                    "UPDATE confirmations SET state = ?, resolved_at = ? WHERE conversation_id = ? "
+                    "AND id = ? AND state IN ('pending', 'claimed')",
+                    (target, at, conversation_id, confirmation_id),
+                )
+        return True
+
+    # -- messages (read) -----------------------------------------------------------------------
 
     def messages(self, conversation_id: str, *, after_id: int | None = None) -> list[StoredMessage]:
         """The conversation's messages in order (only those after ``after_id`` when given)."""
@@ -641,13 +765,16 @@ class ChatStore:
         actor_id: str,
         *,
         now: float | None = None,
+        owner: str | None = None,
     ) -> ConfirmationRecord | None:
         """Claim a pending, unexpired confirmation of ``actor_id`` for execution.
 
         Returns the claimed record only to the one caller whose claim changed the row; every
         other caller — a second click, another thread, another process on the same file, a
         foreign actor, a late or unknown id — gets ``None``. Execute the mutation only on a
-        record, then :meth:`finish_confirmation`.
+        record, then :meth:`finish_confirmation`. With ``owner``, the confirmation's turn is
+        marked ``running`` under that owner in the same transaction, so a process that dies
+        between claiming and recording leaves a turn recovery can find.
         """
         at = _now(now)
         with self._write() as connection:
@@ -664,7 +791,11 @@ class ChatStore:
                 "SELECT * FROM confirmations WHERE conversation_id = ? AND id = ?",
                 (conversation_id, confirmation_id),
             ).fetchone()
-        return self._confirmation(row)
+            record = self._confirmation(row)
+            turn_id = record.turn_state.get("state", {}).get("turn_id")
+            if owner is not None and isinstance(turn_id, str):
+                _set_turn_state(connection, conversation_id, turn_id, "running", owner, at)
+        return record
 
     def finish_confirmation(
         self,
@@ -716,10 +847,7 @@ class ChatStore:
     ) -> None:
         """Add ``amount`` to the actor's ``counter`` at time ``at``."""
         with self._write() as connection:
-            connection.execute(
-                "INSERT INTO usage (actor_id, counter, amount, at) VALUES (?, ?, ?, ?)",
-                (actor_id, counter, int(amount), _now(at)),
-            )
+            _add_usage(connection, actor_id, {counter: amount}, _now(at))
 
     def usage(self, actor_id: str, counter: str, *, since: float) -> list[tuple[float, int]]:
         """``(at, amount)`` of the actor's counter at or after ``since``, in time order."""
@@ -729,6 +857,47 @@ class ChatStore:
             (actor_id, counter, since),
         )
         return [(float(row[0]), int(row[1])) for row in rows]
+
+    def admit_usage(
+        self,
+        actor_id: str,
+        amounts: Mapping[str, int],
+        *,
+        limits: Mapping[str, int],
+        window_seconds: float,
+        now: float,
+    ) -> dict[str, float]:
+        """Add ``amounts`` (counter → amount) at ``now`` unless a counter of ``limits`` (counter
+        → positive limit) is at or over its limit in the window ``(now - window_seconds, ...]``.
+
+        Returns ``{}`` when nothing is exhausted and the amounts were added. Otherwise nothing is
+        added, and each exhausted counter (in ``limits`` order) maps to the time its usage in the
+        window is below its limit again: ``at + window_seconds`` of the oldest row whose leaving
+        brings it there.
+
+        Check and add are one write transaction, so two threads or two stores on one file never
+        both admit the last unit of a budget. The cost does not grow with history: a running
+        total per (actor, counter, window) is brought up to date by reading only the rows that
+        crossed the window's start since the last call, and only a refusal reads in-window rows,
+        oldest first, as many as it takes to get below the limit.
+        """
+        for counter, limit in limits.items():
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValueError(f"the limit of {counter!r} must be a positive integer")
+        if not limits and not amounts:
+            return {}
+        start = now - window_seconds
+        with self._write() as connection:
+            exhausted: dict[str, float] = {}
+            for counter, limit in limits.items():
+                used = _window_total(connection, actor_id, counter, window_seconds, start)
+                if used >= limit:
+                    exhausted[counter] = _below_limit_at(
+                        connection, actor_id, counter, window_seconds, start, used - limit
+                    )
+            if not exhausted:
+                _add_usage(connection, actor_id, amounts, now)
+            return exhausted
 
     # -- retention -----------------------------------------------------------------------------
 
@@ -768,12 +937,15 @@ class ChatStore:
             # unknown until the conversation itself ages out.
             confirmations = connection.execute(
                 "DELETE FROM confirmations WHERE "
-                "(state IN ('executed', 'rejected', 'expired', 'failed') "
+                "(state IN ('executed', 'rejected', 'expired', 'failed', 'unknown') "
                 " AND COALESCE(resolved_at, expires_at) < ?) "
                 "OR (state = 'pending' AND expires_at < ?)",
                 (cutoff, cutoff),
             ).rowcount
             usage = connection.execute("DELETE FROM usage WHERE at < ?", (usage_cutoff,)).rowcount
+            # A running total counts the rows after its window's start, so only one that starts
+            # before the cutoff can hold deleted rows; it goes and is summed afresh on next use.
+            connection.execute("DELETE FROM usage_totals WHERE window_start < ?", (usage_cutoff,))
         return {
             "conversations": conversations,
             "messages": messages,
@@ -791,7 +963,7 @@ def _message_row(
     tool_name: str | None,
     tool_result: Any,
     turn_id: str | None,
-) -> tuple[str, str, str | None, str | None, str | None, str, str | None]:
+) -> _MessageRow:
     """``(role, tool_calls json, tool_call_id, tool_name, tool_result json, content, turn_id)``,
     validated: an unknown role or a tool call without id or name is a ``ValueError``."""
     if role not in _ROLES:
@@ -805,7 +977,60 @@ def _message_row(
     return (role, json.dumps(calls), tool_call_id, tool_name, result_json, content, turn_id)
 
 
-def _touch(connection: sqlite3.Connection, conversation_id: str, at: float) -> None:
+_MessageRow = tuple[str, str, str | None, str | None, str | None, str, str | None]
+
+
+def _message_row_of(message: Mapping[str, Any], turn_id: str) -> _MessageRow:
+    """:func:`_message_row` from a mapping of :meth:`ChatStore.append_message`'s arguments."""
+    return _message_row(
+        message["role"],
+        message.get("content", ""),
+        message.get("tool_calls", ()),
+        message.get("tool_call_id"),
+        message.get("tool_name"),
+        message.get("tool_result"),
+        turn_id,
+    )
+
+
+def _insert_messages(
+    connection: _Statements, conversation_id: str, rows: list[_MessageRow], at: float
+) -> None:
+    connection.executemany(
+        "INSERT INTO messages (conversation_id, role, content, tool_calls, tool_call_id, "
+        "tool_name, tool_result, turn_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (conversation_id, role, content, calls, call_id, name, result, turn, at)
+            for role, calls, call_id, name, result, content, turn in rows
+        ],
+    )
+
+
+def _set_turn_state(
+    connection: _Statements, conversation_id: str, turn_id: str, state: str, owner: str, at: float
+) -> None:
+    """Upsert a turn's lifecycle row (a resumed turn runs again under its new owner)."""
+    ended = None if state in ("running", "suspended") else at
+    connection.execute(
+        "INSERT INTO turns (conversation_id, id, state, owner, started_at, ended_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, id) DO UPDATE SET "
+        "state = excluded.state, owner = excluded.owner, ended_at = excluded.ended_at",
+        (conversation_id, turn_id, state, owner, at, ended),
+    )
+
+
+def _turn(row: sqlite3.Row) -> TurnRecord:
+    return TurnRecord(
+        conversation_id=row["conversation_id"],
+        id=row["id"],
+        state=row["state"],
+        owner=row["owner"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+    )
+
+
+def _touch(connection: _Statements, conversation_id: str, at: float) -> None:
     touched = connection.execute(
         "UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?",
         (at, conversation_id),
@@ -815,9 +1040,9 @@ def _touch(connection: sqlite3.Connection, conversation_id: str, at: float) -> N
 
 
 def _insert_message(
-    connection: sqlite3.Connection,
+    connection: _Statements,
     conversation_id: str,
-    row: tuple[str, str, str | None, str | None, str | None, str, str | None],
+    row: _MessageRow,
     at: float,
 ) -> int:
     role, calls_json, tool_call_id, tool_name, result_json, content, turn_id = row
@@ -841,7 +1066,7 @@ def _insert_message(
 
 
 def _insert_events(
-    connection: sqlite3.Connection,
+    connection: _Statements,
     conversation_id: str,
     turn_id: str,
     rows: list[tuple[int, str]],
@@ -865,3 +1090,108 @@ def _insert_events(
                 f"turn {turn_id} of conversation {conversation_id} already journaled a "
                 f"different event at sequence {sequence}"
             )
+
+
+# -- usage counters ----------------------------------------------------------------------------
+
+
+def _add_usage(
+    connection: _Statements, actor_id: str, amounts: Mapping[str, int], at: float
+) -> None:
+    """Insert a usage row per counter and count each in every running total whose window
+    holds ``at``."""
+    rows = [(actor_id, counter, int(amount), at) for counter, amount in amounts.items()]
+    connection.executemany(
+        "INSERT INTO usage (actor_id, counter, amount, at) VALUES (?, ?, ?, ?)", rows
+    )
+    connection.executemany(
+        "UPDATE usage_totals SET total = total + ?3 "
+        "WHERE actor_id = ?1 AND counter = ?2 AND window_start < ?4",
+        rows,
+    )
+
+
+def _usage_between(
+    connection: _Statements, actor_id: str, counter: str, low: float, high: float
+) -> tuple[int, int]:
+    """``(rows, summed amount)`` of the actor's counter with ``low < at <= high``: one range of
+    the ``usage_by_actor`` index."""
+    row = connection.execute(
+        "SELECT COUNT(*), COALESCE(SUM(amount), 0) FROM usage "
+        "WHERE actor_id = ? AND counter = ? AND at > ? AND at <= ?",
+        (actor_id, counter, low, high),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def _window_total(
+    connection: _Statements,
+    actor_id: str,
+    counter: str,
+    window_seconds: float,
+    start: float,
+) -> int:
+    """The actor's ``counter`` summed over the rows after ``start``, from the running total of
+    this window length (created from the rows on first use).
+
+    A total sums the rows after its stored ``window_start``. Moving that to ``start`` reads only
+    the rows in between — those that left the window since the last call, or, when this caller's
+    clock is behind the last one's, those that are back in it — so each row is read about once.
+    """
+    key = (actor_id, counter, window_seconds)
+    row = connection.execute(
+        "SELECT window_start, total FROM usage_totals "
+        "WHERE actor_id = ? AND counter = ? AND window_seconds = ?",
+        key,
+    ).fetchone()
+    if row is None:
+        total = _usage_between(connection, actor_id, counter, start, math.inf)[1]
+        connection.execute(
+            "INSERT INTO usage_totals (actor_id, counter, window_seconds, window_start, total) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (*key, start, total),
+        )
+        return total
+    window_start, total = float(row[0]), int(row[1])
+    if start >= window_start:
+        crossed, amount = _usage_between(connection, actor_id, counter, window_start, start)
+        total -= amount
+    else:
+        crossed, amount = _usage_between(connection, actor_id, counter, start, window_start)
+        total += amount
+    if crossed:
+        # Untouched otherwise: with no row in between, both starts give the same total, and a
+        # check that writes nothing commits without touching the file.
+        connection.execute(
+            "UPDATE usage_totals SET window_start = ?, total = ? "
+            "WHERE actor_id = ? AND counter = ? AND window_seconds = ?",
+            (start, total, *key),
+        )
+    return total
+
+
+def _below_limit_at(
+    connection: _Statements,
+    actor_id: str,
+    counter: str,
+    window_seconds: float,
+    start: float,
+    excess: int,
+) -> float:
+    """When the counter's usage after ``start``, ``excess`` (≥ 0) over its limit, is below the
+    limit: ``at + window_seconds`` of the row whose leaving takes away more than ``excess``.
+    Reads the oldest rows in order, only as many as that takes."""
+    rows = connection.execute(
+        "SELECT at, amount FROM usage WHERE actor_id = ? AND counter = ? AND at > ? "
+        "ORDER BY at, id",
+        (actor_id, counter, start),
+    )
+    with closing(rows):
+        for row in rows:
+            excess -= int(row[1])
+            if excess < 0:
+                # A row at time t counts while now < t + window.
+                return float(row[0]) + window_seconds
+    raise AssertionError(
+        "unreachable: the running total is the sum of these rows"
+    )  # pragma: no cover

@@ -476,6 +476,72 @@ def test_usage_rows_come_back_in_time_order_from_since(store: ChatStore) -> None
     assert store.usage("carol", "tokens", since=0) == []
 
 
+def admit(
+    store: ChatStore, amounts: dict[str, int], limits: dict[str, int], now: float
+) -> dict[str, float]:
+    return store.admit_usage("alice", amounts, limits=limits, window_seconds=100, now=now)
+
+
+def test_admit_usage_adds_only_while_every_limit_has_room(store: ChatStore) -> None:
+    assert admit(store, {"requests": 1}, {"requests": 2, "tokens": 50}, T0) == {}
+    assert admit(store, {"tokens": 50}, {}, T0 + 10) == {}  # no limits: always added
+    assert admit(store, {"requests": 1}, {"requests": 2}, T0 + 20) == {}
+
+    # Both exhausted: each says when it is below its limit again; nothing is added.
+    refused = admit(store, {"requests": 1}, {"requests": 2, "tokens": 50}, T0 + 30)
+    assert refused == {"requests": T0 + 100, "tokens": T0 + 110}
+    assert store.usage("alice", "requests", since=0) == [(T0, 1), (T0 + 20, 1)]
+    # The t=0 request has left the window (a row counts while now < at + window).
+    assert admit(store, {"requests": 1}, {"requests": 2}, T0 + 100) == {}
+
+
+def test_admit_usage_counts_rows_recorded_directly_and_by_other_windows(store: ChatStore) -> None:
+    assert admit(store, {}, {"tokens": 5}, T0) == {}  # starts the window's running total
+    store.record_usage("alice", "tokens", 6, at=T0 + 1)
+    store.admit_usage("alice", {"tokens": 6}, limits={}, window_seconds=5, now=T0 + 2)
+
+    assert admit(store, {}, {"tokens": 5}, T0 + 3) == {"tokens": T0 + 102}
+    assert admit(store, {}, {"tokens": 5}, T0 + 101) == {"tokens": T0 + 102}
+    assert admit(store, {}, {"tokens": 5}, T0 + 102) == {}
+
+
+@pytest.mark.parametrize("limit", [0, -1, True])
+def test_admit_usage_needs_positive_integer_limits(store: ChatStore, limit: int) -> None:
+    with pytest.raises(ValueError, match="'tokens'"):
+        admit(store, {}, {"tokens": limit}, T0)
+
+
+def test_cleanup_keeps_a_window_longer_than_a_day_right(store: ChatStore) -> None:
+    now = T0 + 100 * HOUR
+    for hours_ago, amount in ((40, 5), (30, 7), (1, 1)):
+        store.record_usage("alice", "tokens", amount, at=now - hours_ago * HOUR)
+
+    def refused() -> dict[str, float]:
+        return store.admit_usage(
+            "alice", {}, limits={"tokens": 13}, window_seconds=48 * HOUR, now=now
+        )
+
+    assert refused() == {"tokens": now + 8 * HOUR}
+    assert store.cleanup(12, now=now)["usage"] == 2
+    # The window's running total had counted the two deleted rows; only the last is left.
+    assert refused() == {}
+
+
+def test_a_version_one_file_counts_its_usage_rows_against_limits(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    raw = sqlite3.connect(path)
+    raw.executescript(
+        "CREATE TABLE usage (id INTEGER PRIMARY KEY AUTOINCREMENT, actor_id TEXT NOT NULL, "
+        "counter TEXT NOT NULL, amount INTEGER NOT NULL, at REAL NOT NULL);"
+        f"INSERT INTO usage (actor_id, counter, amount, at) VALUES ('alice', 'requests', 1, {T0});"
+        "PRAGMA user_version = 1;"
+    )
+    raw.close()
+
+    with ChatStore(path) as upgraded:
+        assert admit(upgraded, {"requests": 1}, {"requests": 1}, T0 + 1) == {"requests": T0 + 100}
+
+
 # -- cleanup ---------------------------------------------------------------------------------
 
 

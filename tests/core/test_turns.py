@@ -130,12 +130,18 @@ async def test_bad_argument_json_is_reported_to_the_model(closing: list[Chat]) -
 async def test_bad_messages_are_refused(closing: list[Chat]) -> None:
     chat, provider = chat_with([])
     closing.append(chat)
-    for text in ["", "   ", None, 42]:
+    for text, message in [
+        ("", "Message text is required."),
+        ("   ", "Message text is required."),
+        (None, "Message text is required."),
+        (42, "Message text must be a string, not a number."),
+        ("tea \ud800 time", "Message text has a lone surrogate (U+D800) at character 4,"),
+    ]:
         turn = await chat.ask(text)  # type: ignore[arg-type]
-        assert turn.events == [
-            {"type": "error", "message": "Message text is required.", "code": "bad_message"}
-        ]
+        assert [(e["type"], e["code"]) for e in turn.events] == [("error", "bad_message")]
+        assert turn.events[0]["message"].startswith(message)
     assert provider.requests == []
+    assert await chat.conversations() == []  # nothing was stored
 
 
 # -- guardrails ----------------------------------------------------------------------------------
@@ -390,7 +396,8 @@ async def test_sse_confirmation_resumes_once_across_processes(
     assert types(resumed) == ["tool_result", "text_chunk", "done"]
     assert resumed[0]["sequence"] == 3  # the turn's numbering goes on
     again = [e.to_dict() async for e in session.resume(pending, True)]
-    assert again == [{"type": "error", "message": "Unknown chat event.", "code": "bad_event"}]
+    assert [(e["type"], e["code"]) for e in again] == [("error", "bad_event")]
+    assert "already decided" in again[0]["message"]
     assert await spring_count(first) == 1  # executed exactly once
 
 

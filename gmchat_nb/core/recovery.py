@@ -1,0 +1,287 @@
+"""Turns nobody drives any more: found, closed with a note, their effects settled honestly.
+
+A turn is ``running`` in the store while a process drives it (the session writes the state with
+the turn's first messages, see :meth:`ChatStore.record_turn`), and names that process as its
+``owner``. A process can die mid-turn (kill -9, out of memory, a power cut) and a client can go
+away; either way the turn must not stay open for ever with a question and no answer. Closing a
+turn, here or when a session is cancelled, means (as ``spec/durable-tool-interaction.txt`` does):
+
+* every tool call without a result gets one: a read is reported as interrupted (it may simply be
+  asked again); a mutation whose confirmation was never claimed did not run and says so; a
+  mutation that was claimed, or ran without confirmation, has an **unknown outcome** — it may or
+  may not have changed the data, so it is never retried automatically, and the result and the
+  note tell the model and the user what to check;
+* its confirmations move to a final state (``unknown`` for claimed ones);
+* an assistant note says what happened, so the next request's context is honest;
+* the journal gets the results and one terminal ``error`` event with code ``interrupted``.
+
+All of it is one store transaction that applies only while the turn is still in the state the
+closer saw, so two processes recovering the same store close a turn once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from .events import ToolResult, error_event
+from .store import ChatStore, StoredMessage, TurnRecord
+
+__all__ = [
+    "OWNER",
+    "close_turn",
+    "driving",
+    "is_abandoned",
+    "owner_alive",
+    "recover",
+]
+
+log = logging.getLogger(__name__)
+
+SERVER_STOPPED: Final = "the process running it stopped"
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (Linux), which a reused pid does not share."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None  # field 22 of proc(5); [0] is field 3
+
+
+_HOST: Final = socket.gethostname()
+OWNER: Final = f"{_HOST}:{os.getpid()}:{_start_time(os.getpid()) or uuid.uuid4().hex}"
+"""This process as a turn owner: host, pid and start time (a random token without /proc)."""
+
+# Turns this process drives right now; a turn it owns but no longer drives was abandoned (a
+# session dropped mid-turn without being closed).
+_DRIVING: set[tuple[str, str]] = set()
+
+
+@contextlib.contextmanager
+def driving(conversation_id: str, turn_id: str) -> Iterator[None]:
+    """Mark a turn as driven by this process for the duration of the block."""
+    key = (conversation_id, turn_id)
+    _DRIVING.add(key)
+    try:
+        yield
+    finally:
+        _DRIVING.discard(key)
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process named by ``owner`` may still be running.
+
+    On this host the answer is exact (the pid exists and started when the owner says). An owner
+    on another host cannot be checked from here, so it counts as alive: its turns are never
+    closed by a stranger.
+    """
+    if owner == OWNER:
+        return True
+    host, _, rest = owner.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != _HOST:
+        return bool(host)
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    current = _start_time(pid)
+    if current is not None:
+        return current == started
+    if Path("/proc/self/stat").exists():
+        return False  # /proc works here and has no such process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def is_abandoned(turn: TurnRecord) -> bool:
+    """A running turn whose owner no longer drives it."""
+    if turn.owner == OWNER:
+        return (turn.conversation_id, turn.id) not in _DRIVING
+    return not owner_alive(turn.owner)
+
+
+def recover(store: ChatStore, *, conversation_id: str | None = None, now: float) -> int:
+    """Close every abandoned running turn (of one conversation, or of the whole store) and every
+    suspended turn whose confirmation can no longer be decided; returns how many were closed."""
+    closed = 0
+    for turn in store.turns(state="running", conversation_id=conversation_id):
+        if is_abandoned(turn) and close_turn(store, turn, SERVER_STOPPED, now=now):
+            closed += 1
+    for turn in store.turns(state="suspended", conversation_id=conversation_id):
+        if _undecidable(store, turn, now) and close_turn(
+            store, turn, "its confirmation expired before anyone decided", now=now
+        ):
+            closed += 1
+    if closed:
+        log.warning("closed %d interrupted chat turn(s)", closed)
+    return closed
+
+
+def close_turn(store: ChatStore, turn: TurnRecord, reason: str, *, now: float) -> bool:
+    """Close one turn as interrupted (see the module docstring); False when it moved on first."""
+    messages = _messages_of(store, turn)
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    pending = [
+        call
+        for message in messages
+        if message.role == "assistant"
+        for call in message.tool_calls
+        if call.get("id") not in answered
+    ]
+    journal = store.events(turn.conversation_id, turn_id=turn.id)
+    sequence = max((int(event.get("sequence") or 0) for event in journal), default=0)
+    rows: list[dict[str, Any]] = []
+    events: list[tuple[int, dict[str, Any]]] = []
+    confirmations: dict[str, str] = {}
+    unknown: list[str] = []
+    # Results stored but never journaled (a mutation that finished as its turn was cancelled):
+    # the journal must tell what the store knows.
+    journaled = {event.get("id") for event in journal if event.get("type") == "tool_result"}
+    for message in messages:
+        if message.role == "tool" and message.tool_call_id not in journaled:
+            sequence += 1
+            event = ToolResult(
+                id=str(message.tool_call_id),
+                name=str(message.tool_name),
+                result=message.tool_result,
+            )
+            events.append((sequence, event.numbered(sequence).to_dict()))
+    for call in pending:
+        result, settled = _settle(store, turn, call, now)
+        if settled is not None:
+            confirmations[str(call["id"])] = settled
+        if result.get("status") == "unknown":
+            unknown.append(str(result.get("mutation") or "the mutation"))
+        rows.append(
+            {
+                "role": "tool",
+                "tool_call_id": str(call["id"]),
+                "tool_name": str(call["name"]),
+                "tool_result": result,
+            }
+        )
+        sequence += 1
+        event = ToolResult(id=str(call["id"]), name=str(call["name"]), result=result)
+        events.append((sequence, event.numbered(sequence).to_dict()))
+    note = _note(reason, unknown)
+    rows.append({"role": "assistant", "content": f"({note})"})
+    sequence += 1
+    terminal = error_event("interrupted", message=note).numbered(sequence)
+    events.append((sequence, terminal.to_dict()))
+    return store.close_turn(
+        turn.conversation_id,
+        turn.id,
+        expect_state=turn.state,
+        expect_owner=turn.owner,
+        final_state="interrupted",
+        messages=rows,
+        events=events,
+        confirmations=confirmations,
+    )
+
+
+def _undecidable(store: ChatStore, turn: TurnRecord, now: float) -> bool:
+    """A suspended turn none of whose confirmations can still be confirmed."""
+    for message in _messages_of(store, turn):
+        for call in message.tool_calls:
+            record = store.confirmation(turn.conversation_id, str(call.get("id")))
+            if record is not None and (
+                record.state == "claimed" or (record.state == "pending" and record.expires_at > now)
+            ):
+                return False
+    return True
+
+
+def _settle(
+    store: ChatStore, turn: TurnRecord, call: dict[str, Any], now: float
+) -> tuple[dict[str, Any], str | None]:
+    """The result an unfinished call gets, and the final state of its confirmation (if any)."""
+    name = str(call.get("name"))
+    if name != "mutate":
+        return {
+            "status": "error",
+            "code": "interrupted",
+            "message": f"This {name} call did not finish because the request was interrupted; "
+            "call it again if you still need it.",
+        }, None
+    args: dict[str, Any] = call["args"] if isinstance(call.get("args"), dict) else {}
+    mutation = str(args.get("mutation") or "the mutation")
+    record = store.confirmation(turn.conversation_id, str(call.get("id")))
+    if record is not None and record.turn_state.get("state", {}).get("turn_id") not in (
+        None,
+        turn.id,
+    ):
+        record = None  # a confirmation of another turn that reused the call id
+    if record is not None and (
+        record.state == "expired" or (record.state == "pending" and record.expires_at <= now)
+    ):
+        result = {"status": "cancelled", "reason": "confirmation_timed_out", "mutation": mutation}
+        return result, "expired"
+    if record is not None and record.state == "pending":
+        result = {
+            "status": "cancelled",
+            "reason": "interrupted",
+            "mutation": mutation,
+            "message": f"{mutation} was not run: the request was interrupted before anyone "
+            "confirmed it.",
+        }
+        return result, "expired"
+    if record is not None and record.state in ("rejected", "executed", "failed", "unknown"):
+        return _recorded_outcome(record.state, mutation), None
+    return _unknown_outcome(mutation, args.get("input")), "unknown" if record else None
+
+
+def _unknown_outcome(mutation: str, input_value: Any) -> dict[str, Any]:
+    return {
+        "status": "unknown",
+        "code": "unknown_outcome",
+        "mutation": mutation,
+        "input": input_value if isinstance(input_value, dict) else {},
+        "message": f"The request was interrupted while {mutation} was being run, so whether it "
+        "changed the data is unknown. It will not be retried automatically: query the data to "
+        "see whether the change is there before trying again.",
+    }
+
+
+def _recorded_outcome(state: str, mutation: str) -> dict[str, Any]:
+    """A confirmation reached its final state, but the tool result was lost with the process."""
+    if state == "rejected":
+        return {"status": "cancelled", "reason": "user_rejected", "mutation": mutation}
+    if state == "unknown":
+        return _unknown_outcome(mutation, None)
+    return {
+        "status": "executed" if state == "executed" else "error",
+        "code": "reply_lost" if state == "executed" else "mutation_failed",
+        "mutation": mutation,
+        "message": f"{mutation} {'ran' if state == 'executed' else 'failed'}, but its reply was "
+        "lost when the request was interrupted; query the data for details.",
+    }
+
+
+def _note(reason: str, unknown: list[str]) -> str:
+    note = f"This request was interrupted before it finished: {reason}."
+    if unknown:
+        names = ", ".join(dict.fromkeys(unknown))
+        note += (
+            f" Whether {names} changed the data is unknown; it was not retried. Check the data "
+            "before asking for the change again."
+        )
+    return note
+
+
+def _messages_of(store: ChatStore, turn: TurnRecord) -> list[StoredMessage]:
+    return [m for m in store.messages(turn.conversation_id) if m.turn_id == turn.id]
