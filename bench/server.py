@@ -11,6 +11,11 @@ fresh conversation (created untimed), so every turn sends the same context. Meas
 latency, SSE time to the first event, a WebSocket turn, throughput with 20 concurrent HTTP
 clients, and the server's peak RSS. Baseline: the same compiled GraphQL documents executed
 directly with graphql-core in this process.
+
+Responsiveness: a second server with the offline provider answers 64 KiB questions (HTTP and
+WebSocket, the largest a client may send) while another client polls ``/api/status``; the status
+latencies are compared with the same server's idle ones, measured in the same run. Chat turns run
+on the extension's engine thread, so a busy turn must not hold up the server's own loop.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -43,14 +49,16 @@ GM = {"post": 460.0, "first": 160.0, "throughput": 2.0, "rss": 120.0}
 TARGET = {"post": 20.0, "first": 5.0, "throughput": 50.0}
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`jupyter server` with gmchat configured for the benchmark; returns (process, chat URL)."""
+def start_server(tmp: Path, provider: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """`jupyter server` with gmchat configured for the benchmark; returns (process, chat URL).
+
+    The provider is the zero-latency scripted "small" workload unless one is named."""
     script = tmp / "rounds.yaml"
     script.write_text(yaml.safe_dump(rounds(WORKLOADS["small"])))
     config = {
         "ServerApp": {"jpserver_extensions": {"gmchat_nb.server_ext": True}},
         "GMChat": {
-            "provider": f"scripted:{script}",
+            "provider": provider or f"scripted:{script}",
             "project": "demo",
             "store": str(tmp / "chat.sqlite3"),
             "chat_settings": {"rate_limit": {"requests": None}},
@@ -195,16 +203,87 @@ async def bench(url: str, runs: int, clients: int) -> dict[str, float]:
     }
 
 
+BIG_QUESTION = ("Which projects use parts made of steel or cobalt, and who supplies them? " * 900)[
+    : 64 * 1024 - 200
+]  # just under the default 64 KiB body limit, JSON envelope included
+
+
+async def status_latencies(client: httpx.AsyncClient, base: str, busy: Any) -> list[float]:
+    """``/api/status`` latencies (ms), polled every 2 ms while ``busy`` (a task) runs."""
+    latencies = []
+    while not busy.done():
+        start = time.perf_counter()
+        response = await client.get(base + "api/status", headers=AUTH)
+        latencies.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200
+        await asyncio.sleep(0.002)
+    await busy
+    return latencies
+
+
+async def ws_big_turn(url: str) -> None:
+    ws_url = url.replace("http://", "ws://") + "ws"
+    async with websockets.connect(ws_url, additional_headers=AUTH) as ws:
+        await ws.send(json.dumps({"type": "message", "text": BIG_QUESTION}))
+        while json.loads(await ws.recv())["type"] not in ("done", "error"):
+            pass
+
+
+async def responsiveness(url: str, reps: int) -> dict[str, list[float]]:
+    """Status latencies while idle, and during 64 KiB questions over HTTP and WebSocket."""
+    base = url.removesuffix("gmchat/chat/")
+    async with httpx.AsyncClient(timeout=120) as client:
+        await client.post(url, json={"text": "warm up"}, headers=AUTH)
+        idle = []
+        for _ in range(reps * 20):
+            start = time.perf_counter()
+            await client.get(base + "api/status", headers=AUTH)
+            idle.append((time.perf_counter() - start) * 1000)
+        http: list[float] = []
+        ws: list[float] = []
+        for _ in range(reps):
+            asking = client.post(url, json={"text": BIG_QUESTION}, headers=AUTH)
+            http += await status_latencies(client, base, asyncio.ensure_future(asking))
+            ws += await status_latencies(client, base, asyncio.ensure_future(ws_big_turn(url)))
+    return {"idle": idle, "http": http, "ws": ws}
+
+
+def print_responsiveness(latencies: dict[str, list[float]]) -> None:
+    idle = statistics.median(latencies["idle"])
+    print("\n`/api/status` while one chat request is served (offline provider, 64 KiB question)\n")
+    print("| while | polls | median | p95 | max | median / idle |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for key, label in (
+        ("idle", "idle (baseline)"),
+        ("http", "a 64 KiB HTTP question"),
+        ("ws", "a 64 KiB WebSocket question"),
+    ):
+        values = latencies[key]
+        print(
+            f"| {label} | {len(values)} | {statistics.median(values):.1f} ms "
+            f"| {p95(values):.1f} ms | {max(values):.1f} ms "
+            f"| {statistics.median(values) / idle:.2f}x |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     args = parser.parse_args()
     runs = 10 if args.quick else 60
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp))
         try:
             result = asyncio.run(bench(url, runs, 20))
             rss = peak_rss_mib(process.pid)
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+    with tempfile.TemporaryDirectory() as tmp:
+        process, url = start_server(Path(tmp), provider="offline")
+        try:
+            latencies = asyncio.run(responsiveness(url, 2 if args.quick else 5))
         finally:
             process.terminate()
             process.wait(timeout=15)
@@ -228,6 +307,8 @@ def main() -> None:
     print(f"| server peak RSS | {rss:.0f} MiB | {GM['rss']:.0f} MiB | |")
     print(f"| raw GraphQL (same queries, direct) | {raw:.2f} ms | | |")
     print(f"| POST turn / raw GraphQL | {result['post'] / raw:.1f}x | | |")
+    print_responsiveness(latencies)
+    print(f"\nload average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ class GMChat(ExtensionApp):
                 (prefix + "/stream/?", StreamHandler, streaming),
                 (prefix + "/confirm/?", ConfirmHandler, common),
                 (prefix + "/conversations/?", ConversationsHandler, common),
-                (prefix + "/ws", ChatSocket, {"runtime": self.runtime}),
+                (prefix + "/ws", ChatSocket, common),
             ]
         )
         self.log.info("gmchat routes under %s", prefix)

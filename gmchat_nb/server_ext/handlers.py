@@ -4,6 +4,9 @@ Every handler is an :class:`APIHandler`, so Jupyter resolves the user, rejects a
 requests, checks XSRF on cookie-authenticated POSTs and the Origin of cookie-authenticated
 requests before our code runs. ``@authorized`` then asks the deployment's authorizer about the
 ``gmchat`` resource, and the ``permission`` setting gets the last word.
+
+Bodies are decoded by :mod:`.requests` (a refusal has the contract's code, the HTTP status and a
+message that says what was wrong); everything else happens on the runtime's engine thread.
 """
 
 from __future__ import annotations
@@ -16,21 +19,28 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..core.events import ChatEvent, error_event
+from ..core.events import Error, TextChunk, error_event
 from ..core.session import Actor, ChatSession
-from .sessions import ChatRuntime, TurnBusy, TurnRun, conversation_json
+from .requests import Refused, decode_object, optional_string, required_string
+from .sessions import ChatRuntime, Delivery, TurnBusy, TurnRun, conversation_json
 
 __all__ = [
     "AUTH_RESOURCE",
-    "BadRequest",
     "ChatHandler",
     "ConfirmHandler",
     "ConversationsHandler",
     "GMChatHandler",
     "allow",
+    "envelope",
 ]
 
 AUTH_RESOURCE = "gmchat"
+UNKNOWN_CONVERSATION = "No conversation with that id belongs to you."
+BUSY = Refused(409, "turn_in_progress", "A turn of this conversation is already running.")
+NO_PENDING_CONFIRMATION = (
+    "None of your conversations has a pending confirmation with that id: it is unknown, was "
+    "already decided, or expired."
+)
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -40,13 +50,18 @@ def allow(action: str) -> Callable[[_Method], _Method]:
     return cast(Callable[[_Method], _Method], authorized(action=action))
 
 
-class BadRequest(Exception):
-    """A request refused before any turn starts: an HTTP status and a public error code."""
-
-    def __init__(self, status: int, code: str) -> None:
-        super().__init__(code)
-        self.status = status
-        self.code = code
+def envelope(deliveries: list[Delivery], conversation_id: str | None) -> str:
+    """``{"events", "answer", "conversation_id"}`` from events already encoded on the engine."""
+    answer = "".join(d.event.content for d in deliveries if isinstance(d.event, TextChunk))
+    return (
+        '{"events": ['
+        + ", ".join(d.json for d in deliveries)
+        + '], "answer": '
+        + json.dumps(answer)
+        + ', "conversation_id": '
+        + json.dumps(conversation_id)
+        + "}"
+    )
 
 
 class GMChatHandler(APIHandler):
@@ -72,67 +87,53 @@ class GMChatHandler(APIHandler):
         if not self.runtime.allowed(self.current_user, self.request):
             raise web.HTTPError(403, "gmchat permission denied")
 
-    def json_body(self, invalid_code: str) -> dict[str, Any]:
-        """The body as a JSON object, or BadRequest (413 oversized, 400 anything else)."""
-        body = self.request.body or b""
-        if len(body) > self.max_body_bytes:
-            raise BadRequest(413, invalid_code)
-        try:
-            payload = json.loads(body or b"null")
-        except (ValueError, UnicodeDecodeError):
-            raise BadRequest(400, invalid_code) from None
-        if not isinstance(payload, dict):
-            raise BadRequest(400, invalid_code)
-        return payload
+    def json_body(self, code: str) -> dict[str, Any]:
+        """The body as a JSON object, or :class:`Refused` (413 oversized, 400 anything else)."""
+        return decode_object(self.request.body or b"", max_bytes=self.max_body_bytes, code=code)
 
-    def refuse(self, status: int, code: str) -> None:
+    def refuse(self, refused: Refused) -> None:
         """Answer with the envelope's shape and one error event."""
-        self.set_status(status)
-        self.finish(json.dumps({"events": [error_event(code).to_dict()], "answer": ""}))
+        self.set_status(refused.status)
+        event = error_event(refused.code, message=refused.message)
+        self.finish(json.dumps({"events": [event.to_dict()], "answer": ""}))
 
-    async def session_for(self, conversation_id: Any) -> ChatSession:
+    async def session_for(self, conversation_id: str | None) -> ChatSession:
         """A session for the request's conversation; a foreign or unknown id is a 404."""
-        if conversation_id is not None and not isinstance(conversation_id, str):
-            raise BadRequest(400, "bad_event")
         try:
             return await self.runtime.session(self.actor, conversation_id)
         except KeyError:
-            raise BadRequest(404, "bad_event") from None
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
 
     async def collect(self, session: ChatSession, run: TurnRun) -> None:
         """Drain a turn into the ``{events, answer, conversation_id}`` envelope."""
         self._run = run
-        events: list[dict[str, Any]] = []
-        while (event := await run.next()) is not None:
-            events.append(event.to_dict())
-        answer = "".join(e["content"] for e in events if e["type"] == "text_chunk")
-        self.finish(
-            json.dumps(
-                {"events": events, "answer": answer, "conversation_id": session.conversation_id},
-                default=str,
-            )
-        )
+        deliveries: list[Delivery] = []
+        while (delivery := await run.next()) is not None:
+            deliveries.append(delivery)
+        self.finish(envelope(deliveries, session.conversation_id))
 
     async def begin_turn(self, transport: Any) -> tuple[ChatSession, TurnRun] | None:
         """Check a ``{"text", "conversation_id"?}`` request and start its turn; None when it was
         refused (the refusal is already answered)."""
         try:
             payload = self.json_body("bad_message")
-            text = payload.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise BadRequest(400, "bad_message")
-            session = await self.session_for(payload.get("conversation_id"))
-            return session, self.start(session, session.run_turn(text, transport=transport))
-        except BadRequest as refused:
-            self.refuse(refused.status, refused.code)
+            text = required_string(payload, "text", "bad_message", what="Message text")
+            conversation_id = optional_string(
+                payload, "conversation_id", "bad_event", what="The conversation id"
+            )
+            session = await self.session_for(conversation_id)
+            events = session.run_turn(text, transport=transport)
+            return session, self.start(session, events, suspends=transport == "sse")
+        except Refused as refused:
+            self.refuse(refused)
         except TurnBusy:
-            self.refuse(409, "turn_in_progress")
+            self.refuse(BUSY)
         return None
 
-    def start(self, session: ChatSession, events: Any) -> TurnRun:
-        """Start the turn as a task; TurnBusy when the conversation already runs one."""
+    def start(self, session: ChatSession, events: Any, *, suspends: bool = False) -> TurnRun:
+        """Start the turn on the engine; TurnBusy when the conversation already runs one."""
         assert session.conversation_id is not None
-        return self.runtime.start(session.conversation_id, events)
+        return self.runtime.start(session.conversation_id, events, suspends=suspends)
 
     def on_connection_close(self) -> None:
         """A client that went away cancels its turn (and the provider call in it)."""
@@ -163,47 +164,46 @@ class ConfirmHandler(GMChatHandler):
         """``{"confirmation_id", "confirmed", "conversation_id"?}`` → the POST envelope."""
         self.check_permission()
         try:
-            payload = self.json_body("bad_event")
-            confirmation_id = payload.get("confirmation_id")
-            confirmed = payload.get("confirmed")
-            if not isinstance(confirmation_id, str) or not confirmation_id:
-                raise BadRequest(400, "bad_event")
-            if not isinstance(confirmed, bool):
-                raise BadRequest(400, "bad_event")
-            conversation_id = payload.get("conversation_id")
-            if conversation_id is None:
-                # Only the actor's own conversations are searched: another user's pending
-                # confirmation is invisible here, and the store's claim checks the actor again.
-                conversation_id = self.runtime.find_confirmation(self.actor, confirmation_id)
-                if conversation_id is None:
-                    raise BadRequest(409, "bad_event")
-            session = await self.session_for(conversation_id)
-            run = self.start(
-                session,
-                session.resume(
-                    confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
-                ),
-            )
-        except BadRequest as refused:
-            return self.refuse(refused.status, refused.code)
+            session, run = await self._start_resume()
+        except Refused as refused:
+            return self.refuse(refused)
         except TurnBusy:
-            return self.refuse(409, "turn_in_progress")
-        first = await run.next()
-        if first is None:  # resume yields nothing only when an in-process waiter took it
-            return self.refuse(409, "bad_event")
-        events = [first]
-        while (event := await run.next()) is not None:
-            events.append(event)
-        if len(events) == 1 and _is_error(events[0], "bad_event"):
-            return self.refuse(409, "bad_event")  # already claimed, expired or unknown
-        dicts = [e.to_dict() for e in events]
-        answer = "".join(e["content"] for e in dicts if e["type"] == "text_chunk")
-        self.finish(
-            json.dumps(
-                {"events": dicts, "answer": answer, "conversation_id": session.conversation_id},
-                default=str,
-            )
+            return self.refuse(BUSY)
+        self._run = run
+        deliveries: list[Delivery] = []
+        while (delivery := await run.next()) is not None:
+            deliveries.append(delivery)
+        if not deliveries:  # resume yields nothing only when an in-process waiter took it
+            return self.refuse(Refused(409, "bad_event", NO_PENDING_CONFIRMATION))
+        only = deliveries[0].event
+        if len(deliveries) == 1 and isinstance(only, Error) and only.code == "bad_event":
+            return self.refuse(Refused(409, "bad_event", only.message))  # claimed, expired, unknown
+        self.finish(envelope(deliveries, session.conversation_id))
+
+    async def _start_resume(self) -> tuple[ChatSession, TurnRun]:
+        payload = self.json_body("bad_event")
+        confirmation_id = required_string(
+            payload, "confirmation_id", "bad_event", what="The confirmation id"
         )
+        confirmed = payload.get("confirmed")
+        if not isinstance(confirmed, bool):
+            raise Refused(400, "bad_event", "'confirmed' must be true or false.")
+        conversation_id = optional_string(
+            payload, "conversation_id", "bad_event", what="The conversation id"
+        )
+        if conversation_id is None:
+            # Only the actor's own conversations are searched: another user's pending
+            # confirmation is invisible here, and the store's claim checks the actor again.
+            conversation_id = await self.runtime.on_engine(
+                self.runtime.find_confirmation, self.actor, confirmation_id
+            )
+            if conversation_id is None:
+                raise Refused(409, "bad_event", NO_PENDING_CONFIRMATION)
+        session = await self.session_for(conversation_id)
+        events = session.resume(
+            confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
+        )
+        return session, self.start(session, events, suspends=True)
 
 
 class ConversationsHandler(GMChatHandler):
@@ -214,7 +214,7 @@ class ConversationsHandler(GMChatHandler):
     async def get(self) -> None:
         """``{"conversations": [{id, title, created_at, updated_at, messages}, ...]}``."""
         self.check_permission()
-        records = self.runtime.store.conversations(self.actor.id)
+        records = await self.runtime.on_engine(self.runtime.store.conversations, self.actor.id)
         self.finish(json.dumps({"conversations": [conversation_json(r) for r in records]}))
 
     @web.authenticated
@@ -224,15 +224,11 @@ class ConversationsHandler(GMChatHandler):
         self.check_permission()
         try:
             payload = self.json_body("bad_event") if self.request.body else {}
-        except BadRequest as refused:
-            return self.refuse(refused.status, refused.code)
-        title = payload.get("title", "")
-        if not isinstance(title, str):
-            return self.refuse(400, "bad_event")
-        record = self.runtime.store.create_conversation(self.actor.id, title.strip()[:200])
+            title = optional_string(payload, "title", "bad_event", what="The title") or ""
+        except Refused as refused:
+            return self.refuse(refused)
+        record = await self.runtime.on_engine(
+            self.runtime.store.create_conversation, self.actor.id, title.strip()[:200]
+        )
         self.set_status(201)
         self.finish(json.dumps({"conversation": conversation_json(record)}))
-
-
-def _is_error(event: ChatEvent, code: str) -> bool:
-    return event.type == "error" and getattr(event, "code", None) == code

@@ -4,27 +4,41 @@ Every request builds a fresh :class:`~gmchat_nb.core.session.ChatSession` from t
 so a confirm POST works whichever handler or connection served the stream. Two things live in
 memory only, and only because they cannot live in the store: provider instances per
 conversation (scripted test providers are stateful, and real SDK clients are costly to rebuild)
-and the asyncio tasks of running turns (so a disconnect or ``stop_extension`` can cancel them).
+and the running turns (so a disconnect or ``stop_extension`` can cancel them).
+
+Sessions, the project, the store and the turns themselves live on the runtime's
+:class:`~gmchat_nb.server_ext.engine.Engine` thread; the handlers, on Jupyter's loop, reach them
+only through the ``async`` methods here, which hop to the engine and back. On start the runtime
+closes turns a previous process left open (:func:`gmchat_nb.core.recovery.recover`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import importlib
 import inspect
+import json
 import logging
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ..core.events import ChatEvent
 from ..core.project import Project, connect
 from ..core.providers.base import BaseLLMProvider
 from ..core.providers.registry import create_provider
+from ..core.recovery import recover
 from ..core.session import Actor, ChatSession, Hooks
 from ..core.settings import ChatConfigurationError, ChatSettings
 from ..core.store import ChatStore, ConversationRecord
+from .engine import Engine
 
-__all__ = ["ChatRuntime", "TurnBusy", "actor_for", "conversation_json"]
+__all__ = ["ChatRuntime", "Delivery", "TurnBusy", "TurnRun", "actor_for", "conversation_json"]
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +80,26 @@ class ChatRuntime:
     ) -> None:
         self.settings = settings
         self.owner = owner  # see actor_for
-        self.store = store or ChatStore(settings.store or ChatStore.default_path())
-        self._project: Project | None = None
-        self._project_lock = asyncio.Lock()
-        self._providers: OrderedDict[str, BaseLLMProvider] = OrderedDict()
-        self._running: dict[str, asyncio.Task[Any]] = {}  # conversation id -> its turn
         self._permission = _resolve_permission(settings.permission)
+        self.store = store or ChatStore(settings.store or ChatStore.default_path())
+        self.engine = Engine()
+        self._project: Project | None = None
+        self._project_lock = asyncio.Lock()  # used on the engine's loop only
+        self._providers: OrderedDict[str, BaseLLMProvider] = OrderedDict()
+        self._running: dict[str, TurnRun] = {}  # conversation id -> its turn
+        self._running_lock = threading.Lock()  # the engine's thread removes finished turns
+        try:
+            recover(self.store, now=time.time())
+        except Exception:  # a store that cannot be recovered still serves new turns
+            log.exception("could not close the chat turns a previous server left open")
 
     # -- parts -------------------------------------------------------------------------------
 
     async def project(self) -> Project:
-        """The project, connected on first use (connecting may need the event loop)."""
+        """The project, connected on first use (on the engine, like everything it runs)."""
+        return await self.engine.run(self._connect())
+
+    async def _connect(self) -> Project:
         async with self._project_lock:
             if self._project is None:
                 project = await connect(
@@ -145,8 +168,11 @@ class ChatRuntime:
 
     async def session(self, actor: Actor, conversation_id: Any) -> ChatSession:
         """A fresh session over the store for this actor's conversation (KeyError if foreign)."""
+        return await self.engine.run(self._open_session(actor, conversation_id))
+
+    async def _open_session(self, actor: Actor, conversation_id: Any) -> ChatSession:
         resolved = self.resolve_conversation(actor, conversation_id)
-        project = await self.project()
+        project = await self._connect()
         session = ChatSession(
             project,
             self.provider(resolved),
@@ -166,78 +192,150 @@ class ChatRuntime:
                 return record.id
         return None
 
+    async def on_engine(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run a store or session call on the engine's thread (never on the server's loop)."""
+        return await self.engine.call(function, *args)
+
     # -- running turns -----------------------------------------------------------------------
 
     def busy(self, conversation_id: str | None) -> bool:
         """True while a turn of this conversation runs in this process."""
-        task = self._running.get(conversation_id or "")
-        return task is not None and not task.done()
+        with self._running_lock:
+            run = self._running.get(conversation_id or "")
+        return run is not None and not run.done()
 
-    def start(self, conversation_id: str, events: AsyncIterator[Any]) -> TurnRun:
-        """Run a turn's event iterator as a task feeding a queue (TurnBusy if one runs)."""
-        if self.busy(conversation_id):
-            raise TurnBusy(conversation_id)
-        run = TurnRun(events)
-        self._running[conversation_id] = run.task
-        run.task.add_done_callback(lambda task: self._forget(conversation_id, task))
+    def running_conversations(self) -> list[str]:
+        """The conversations with a turn running in this process."""
+        with self._running_lock:
+            return [cid for cid, run in self._running.items() if not run.done()]
+
+    def start(
+        self, conversation_id: str, events: AsyncIterator[ChatEvent], *, suspends: bool = False
+    ) -> TurnRun:
+        """Run a turn's events on the engine, delivered to the calling loop (TurnBusy if one
+        runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE)."""
+        with self._running_lock:
+            current = self._running.get(conversation_id)
+            if current is not None and not current.done():
+                raise TurnBusy(conversation_id)
+            run = TurnRun(self.engine, events, suspends=suspends)
+            self._running[conversation_id] = run
+        run.when_done(lambda: self._forget(conversation_id, run))
         return run
 
-    def _forget(self, conversation_id: str, task: asyncio.Task[Any]) -> None:
-        if self._running.get(conversation_id) is task:
-            del self._running[conversation_id]
+    def _forget(self, conversation_id: str, run: TurnRun) -> None:
+        with self._running_lock:
+            if self._running.get(conversation_id) is run:
+                del self._running[conversation_id]
 
     async def cancel_all(self) -> None:
         """Cancel every running turn (server shutdown) and wait for them to unwind."""
-        tasks = [task for task in self._running.values() if not task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        self._running.clear()
+        with self._running_lock:
+            runs = [run for run in self._running.values() if not run.done()]
+        for run in runs:
+            run.cancel()
+        if runs:
+            await asyncio.gather(*(run.finished() for run in runs), return_exceptions=True)
+        with self._running_lock:
+            self._running.clear()
 
     async def aclose(self) -> None:
-        """Cancel turns, close the project and the store."""
+        """Cancel turns, close the project and the store, stop the engine."""
         await self.cancel_all()
-        if self._project is not None:
-            await self._project.aclose()
-            self._project = None
+        if self._project is not None and self.engine.running:
+            await self.engine.run(self._project.aclose())
+        self._project = None
         self.store.close()
+        self.engine.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One event of a turn and its JSON (encoded on the engine: results can be large)."""
+
+    event: ChatEvent
+    json: str
+
+    @classmethod
+    def of(cls, event: ChatEvent) -> Delivery:
+        """Encode ``event``; ASCII JSON, so any text a model wrote can be written to a socket."""
+        return cls(event, json.dumps(event.to_dict(), default=str))
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
 
 
 _DONE = object()
+FINAL_EVENTS = frozenset({"done", "error"})
 
 
 class TurnRun:
-    """A turn as a task: it pulls the session's events into a queue the transport drains.
+    """A turn running on the engine, its events delivered to a queue on the caller's loop.
 
-    Running the turn in its own task is what lets a disconnect cancel the provider call even
-    while the handler is blocked writing or waiting for the next event.
+    Running the turn as its own task is what lets a disconnect cancel the provider call even
+    while the handler is blocked writing or waiting for the next event. The run is over for its
+    client at its final event (``done``, ``error``, or ``confirm_mutation`` when it
+    ``suspends``), not when the engine has unwound the task: a client that asks again the
+    moment it saw ``done`` must not find the conversation busy.
     """
 
-    def __init__(self, events: AsyncIterator[Any]) -> None:
+    def __init__(
+        self, engine: Engine, events: AsyncIterator[ChatEvent], *, suspends: bool = False
+    ) -> None:
+        self._loop = asyncio.get_running_loop()  # the transport's loop
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._events = events
-        self.task: asyncio.Task[None] = asyncio.create_task(self._pump())
+        self._final = FINAL_EVENTS | ({"confirm_mutation"} if suspends else set())
+        self._ended = False
+        self._future: concurrent.futures.Future[None] = engine.submit(self._pump(events))
 
-    async def _pump(self) -> None:
+    async def _pump(self, events: AsyncIterator[ChatEvent]) -> None:
         try:
-            async for event in self._events:
-                self.queue.put_nowait(event)
+            async for event in events:
+                if self._ended:
+                    log.error("a %s event after the end of a turn was dropped", event.type)
+                    continue
+                delivery = Delivery.of(event)
+                if event.type in self._final:
+                    self._ended = True  # before the client can see it
+                self._deliver(delivery)
+                if self._ended:
+                    self._deliver(_DONE)
+        except Exception as error:
+            self._deliver(_Failed(error))
+            raise
         finally:
-            self.queue.put_nowait(_DONE)
+            if not self._ended:
+                self._ended = True
+                self._deliver(_DONE)
 
-    async def next(self, timeout: float | None = None) -> Any:
+    def _deliver(self, item: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the transport's loop has closed
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    async def next(self, timeout: float | None = None) -> Delivery | None:
         """The next event, ``None`` at the end; TimeoutError after ``timeout`` of silence."""
         item = await asyncio.wait_for(self.queue.get(), timeout)
-        if item is _DONE:
-            if self.task.done() and not self.task.cancelled() and self.task.exception():
-                raise self.task.exception()  # type: ignore[misc]
-            return None
-        return item
+        if isinstance(item, _Failed):
+            raise item.error
+        return None if item is _DONE else item
+
+    def done(self) -> bool:
+        """True once the turn sent its final event, or its task finished or was cancelled."""
+        return self._ended or self._future.done()
+
+    def when_done(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the engine's thread) when the turn's task ends."""
+        self._future.add_done_callback(lambda _: callback())
+
+    async def finished(self) -> None:
+        """Wait until the turn's task ended, however it ended (its outcome is not raised)."""
+        await asyncio.wait({asyncio.wrap_future(self._future)})
 
     def cancel(self) -> None:
         """Stop the turn (its provider call is cancelled with it)."""
-        self.task.cancel()
+        self._future.cancel()
 
 
 def _resolve_permission(value: Callable[..., Any] | str | None) -> Callable[..., Any] | None:

@@ -8,23 +8,20 @@ at ``confirm_mutation``; ``POST {url}confirm/`` finishes the turn.
 
 from __future__ import annotations
 
-import json
-
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..core.events import ChatEvent
 from .handlers import GMChatHandler, allow
-from .sessions import ChatRuntime
+from .sessions import ChatRuntime, Delivery
 
 __all__ = ["StreamHandler", "sse_frame"]
 
 KEEPALIVE = b": keepalive\n\n"
 
 
-def sse_frame(event: ChatEvent) -> bytes:
-    """One event as an SSE frame (compact JSON: a frame never contains a newline)."""
-    return b"data: " + json.dumps(event.to_dict(), default=str).encode() + b"\n\n"
+def sse_frame(delivery: Delivery) -> bytes:
+    """One event as an SSE frame (its JSON never contains a newline: escaped, ASCII)."""
+    return b"data: " + delivery.json.encode() + b"\n\n"
 
 
 class StreamHandler(GMChatHandler):
@@ -61,14 +58,14 @@ class StreamHandler(GMChatHandler):
             await self.flush()  # headers now: the client knows the stream is open
             while True:
                 try:
-                    event = await run.next(self.keepalive_seconds)
+                    delivery = await run.next(self.keepalive_seconds)
                 except TimeoutError:
                     self.write(KEEPALIVE)
                     await self.flush()
                     continue
-                if event is None:
+                if delivery is None:
                     break
-                self.write(sse_frame(event))
+                self.write(sse_frame(delivery))
                 await self.flush()
         except StreamClosedError:
             run.cancel()

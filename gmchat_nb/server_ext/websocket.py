@@ -7,6 +7,10 @@ message. One turn and one pending confirmation per socket: a message during a tu
 malformed confirm gets ``bad_event``, a stale confirmation ``confirmation_unavailable``. The turn
 waits in place for the confirm (transport ``"stream"``) until ``confirm_timeout_seconds``.
 
+Frames obey the HTTP routes' ``max_body_bytes``: a larger message gets ``bad_message`` and the
+socket stays open; one over four times the limit is not even read — the socket closes with 1009
+(message too big), so no client can make the server buffer megabytes.
+
 Auth follows ``KernelWebsocketHandler``: Jupyter resolves the user, ``@ws_authenticated`` refuses
 anonymous upgrades, the authorizer is asked about ``gmchat``, Origin is checked for cookie
 sockets, and a ``permission`` denial closes the socket with 4403.
@@ -29,12 +33,14 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.events import ChatEvent, error_event
 from ..core.session import ChatSession
-from .handlers import AUTH_RESOURCE
+from .handlers import AUTH_RESOURCE, NO_PENDING_CONFIRMATION, UNKNOWN_CONVERSATION
+from .requests import Refused, decode_object, optional_string, required_string
 from .sessions import ChatRuntime, TurnBusy, TurnRun
 
 __all__ = ["ChatSocket"]
 
 CLOSE_FORBIDDEN = 4403
+OVERSIZE_FACTOR = 4
 
 
 class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -43,13 +49,19 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     auth_resource = AUTH_RESOURCE
     runtime: ChatRuntime
 
-    def initialize(self, runtime: ChatRuntime, **_: Any) -> None:
+    def initialize(self, runtime: ChatRuntime, max_body_bytes: int = 65536, **_: Any) -> None:
         """Tornado passes the handler kwargs the app registered."""
         self.runtime = runtime
+        self.max_body_bytes = max_body_bytes
         self._session: ChatSession | None = None
         self._run: TurnRun | None = None
         self._forwarder: asyncio.Task[None] | None = None
         self._pending: str | None = None  # the confirmation the running turn waits for
+
+    @property
+    def max_message_size(self) -> int:
+        """Frames past this close the socket unread (1009); see the module docstring."""
+        return OVERSIZE_FACTOR * self.max_body_bytes
 
     def set_default_headers(self) -> None:
         """JupyterHandler's CSP headers mean nothing on a WebSocket upgrade."""
@@ -85,56 +97,62 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     # -- incoming ----------------------------------------------------------------------------
 
     async def on_message(self, message: str | bytes) -> None:
-        """Dispatch one client event; a turn runs as a task so this returns at once."""
+        """Dispatch one client event; a turn runs on the engine so this returns at once."""
         try:
-            payload = json.loads(message)
-        except (ValueError, UnicodeDecodeError):
-            payload = None
-        if not isinstance(payload, dict):
-            return self.send_error_event("bad_event")
-        kind = payload.get("type")
-        if kind == "message":
-            await self._message(payload)
-        elif kind == "confirm":
-            await self._confirm(payload)
-        else:
-            self.send_error_event("bad_event")
+            payload = decode_object(
+                message,
+                max_bytes=self.max_body_bytes,
+                code="bad_event",
+                size_code="bad_message",
+                what="Message",
+            )
+            kind = payload.get("type")
+            if kind == "message":
+                await self._message(payload)
+            elif kind == "confirm":
+                await self._confirm(payload)
+            else:
+                raise Refused(400, "bad_event", f"Unknown event type {str(kind)[:40]!r}.")
+        except Refused as refused:
+            self.send_error_event(refused.code, refused.message)
 
     async def _message(self, payload: dict[str, Any]) -> None:
         if self._turn_running():
             return self.send_error_event(
                 "confirmation_pending" if self._pending else "turn_in_progress"
             )
-        text = payload.get("text")
-        if not isinstance(text, str) or not text.strip():
-            return self.send_error_event("bad_message")
-        session = await self._session_for(payload.get("conversation_id"))
-        if session is None:
-            return self.send_error_event("bad_event")
+        text = required_string(payload, "text", "bad_message", what="Message text")
+        session = await self._session_for(payload)
         self._start(session, session.run_turn(text, transport="stream"))
 
     async def _confirm(self, payload: dict[str, Any]) -> None:
-        confirmation_id = payload.get("confirmation_id")
+        confirmation_id = required_string(
+            payload, "confirmation_id", "bad_event", what="The confirmation id"
+        )
         confirmed = payload.get("confirmed")
-        if not isinstance(confirmation_id, str) or not isinstance(confirmed, bool):
-            return self.send_error_event("bad_event")
+        if not isinstance(confirmed, bool):
+            raise Refused(400, "bad_event", "'confirmed' must be true or false.")
         if self._turn_running():
             # The running turn waits for this id: hand it the decision, it streams the rest.
             if self._pending != confirmation_id or self._session is None:
-                return self.send_error_event("bad_event")
-            if not self._session.confirm(confirmation_id, confirmed):
+                raise Refused(400, "bad_event", "The running turn waits for another confirmation.")
+            if not await self.runtime.on_engine(self._session.confirm, confirmation_id, confirmed):
                 return self.send_error_event("confirmation_unavailable")
             self._pending = None
             return None
         # No turn waits here: a confirmation persisted by a stream (this socket's or an SSE's).
-        conversation_id = payload.get("conversation_id")
-        if conversation_id is None and self._session is None:
-            conversation_id = self.runtime.find_confirmation(self._actor, confirmation_id)
-        session = await self._session_for(conversation_id)
-        if session is None or session.conversation_id is None:
-            return self.send_error_event("bad_event")
-        if self.runtime.store.confirmation(session.conversation_id, confirmation_id) is None:
-            return self.send_error_event("bad_event")  # never existed for this user
+        if payload.get("conversation_id") is None and self._session is None:
+            found = await self.runtime.on_engine(
+                self.runtime.find_confirmation, self._actor, confirmation_id
+            )
+            payload = {**payload, "conversation_id": found}
+        session = await self._session_for(payload)
+        assert session.conversation_id is not None
+        record = await self.runtime.on_engine(
+            self.runtime.store.confirmation, session.conversation_id, confirmation_id
+        )
+        if record is None:  # never existed for this user
+            raise Refused(404, "bad_event", NO_PENDING_CONFIRMATION)
         self._start(
             session,
             session.resume(
@@ -151,21 +169,28 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     def _actor(self) -> Any:
         return self.runtime.actor(self.current_user)
 
-    async def _session_for(self, conversation_id: Any) -> ChatSession | None:
+    async def _session_for(self, payload: dict[str, Any]) -> ChatSession:
         """The socket's session, switched when a message names another of the user's
-        conversations; None when the id is foreign, unknown or not a string."""
+        conversations; :class:`Refused` when the id is foreign, unknown or not a string."""
+        conversation_id = optional_string(
+            payload, "conversation_id", "bad_event", what="The conversation id"
+        )
         if self._session is not None and conversation_id in (None, self._session.conversation_id):
             return self._session
         if conversation_id is None:
-            conversation_id = self.get_query_argument("conversation_id", None)
+            try:
+                conversation_id = self.get_query_argument("conversation_id", None)
+            except web.HTTPError:  # not decodable as UTF-8
+                raise Refused(400, "bad_event", UNKNOWN_CONVERSATION) from None
         try:
             self._session = await self.runtime.session(self._actor, conversation_id)
         except KeyError:
-            return None
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
         return self._session
 
     def _turn_running(self) -> bool:
-        return self._forwarder is not None and not self._forwarder.done()
+        # Over at its final event, even while its last frames are still being written.
+        return self._run is not None and not self._run.done()
 
     def _start(self, session: ChatSession, events: Any) -> None:
         assert session.conversation_id is not None
@@ -179,13 +204,14 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     async def _forward(self, run: TurnRun) -> None:
         """Write the turn's events as they come; a closed socket cancels the turn."""
         try:
-            while (event := await run.next()) is not None:
-                self._track(event)
-                await self.write_message(json.dumps(event.to_dict(), default=str))
+            while (delivery := await run.next()) is not None:
+                self._track(delivery.event)
+                await self.write_message(delivery.json)
         except WebSocketClosedError:
             run.cancel()
         finally:
-            self._pending = None
+            if self._run is run:
+                self._pending = None
 
     def _track(self, event: ChatEvent) -> None:
         if event.type == "confirm_mutation":
@@ -193,10 +219,10 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         elif event.type == "tool_result" and event.id == self._pending:  # type: ignore[union-attr]
             self._pending = None  # decided, rejected or timed out
 
-    def send_error_event(self, code: str) -> None:
+    def send_error_event(self, code: str, message: str | None = None) -> None:
         """One error event (a refusal: nothing is stored for it)."""
         with contextlib.suppress(WebSocketClosedError):
-            self.write_message(json.dumps(error_event(code).to_dict()))
+            self.write_message(json.dumps(error_event(code, message=message).to_dict()))
 
     def on_close(self) -> None:
         """A client that went away cancels its turn (and the provider call in it)."""

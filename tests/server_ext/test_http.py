@@ -201,11 +201,16 @@ async def test_sse_disconnect_cancels_the_turn(jp_fetch: Any, jp_serverapp: Any)
         await stream(jp_fetch, {"text": "slow question"}, request_timeout=0.3)
     rt = runtime(jp_serverapp)
     for _ in range(50):  # the server notices the closed connection at once; allow a few ticks
-        if not rt._running:
+        if not rt.running_conversations():
             break
         await asyncio.sleep(0.02)
-    assert not rt._running
+    assert not rt.running_conversations()
     status, body = await call(jp_fetch, "", {"text": "next question"})
     assert status == 200 and body["answer"] == "next"  # not turn_in_progress
     contents = [m.content for m in rt.store.messages(body["conversation_id"])]
     assert "slow" not in contents and contents[0] == "slow question"
+    # The cancelled turn was closed, not left dangling: a note for the model and the user, and
+    # a terminal event in the journal.
+    assert contents[1].startswith("(This request was interrupted before it finished")
+    first_turn = rt.store.events(body["conversation_id"])[0]
+    assert (first_turn["type"], first_turn["code"]) == ("error", "interrupted")

@@ -5,90 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import websockets
-import yaml
 
-TOKEN = "t0ken-for-tests"
-AUTH = {"Authorization": f"token {TOKEN}"}
+from .jupyter_process import AUTH, TOKEN
+from .jupyter_process import JupyterServer as Server
+
 # One conversation (a single-user server: every token request is the owner) serves them all.
 ROUNDS = [{"chunks": ["Hello ", "from ", "Jupyter."]}] * 50
 
 
-class Server:
-    """`jupyter server` with gmchat, a scripted provider and the demo project."""
-
-    def __init__(self, tmp: Path) -> None:
-        script = tmp / "rounds.yaml"
-        script.write_text(yaml.safe_dump(ROUNDS))
-        config = {
-            "ServerApp": {"jpserver_extensions": {"gmchat_nb.server_ext": True}},
-            "GMChat": {
-                "provider": f"scripted:{script}",
-                "project": "demo",
-                "store": str(tmp / "chat.sqlite3"),
-            },
-        }
-        (tmp / "config").mkdir()
-        (tmp / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        env = {
-            "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-            "JUPYTER_DATA_DIR": str(tmp / "data"),
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(tmp),
-        }
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jupyter_server",
-                "--no-browser",
-                "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}",
-                "--ServerApp.port_retries=0",
-                f"--IdentityProvider.token={TOKEN}",
-                f"--ServerApp.root_dir={tmp}",
-                "--ServerApp.base_url=/base/",
-                "--allow-root",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=Path(__file__).resolve().parents[2],  # `tests.server_ext` importable
-        )
-        self.url = f"http://127.0.0.1:{self.port}/base/"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self.process.poll() is None:
-            try:
-                if httpx.get(self.url + "api/status", headers=AUTH).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("jupyter server did not start")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=15)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("jupyter"))
+    running = Server(tmp_path_factory.mktemp("jupyter"), ROUNDS, base_url="/base/")
     yield running
     running.stop()
 

@@ -114,16 +114,16 @@ async def test_closing_the_socket_cancels_the_turn(jp_ws_fetch: Any, jp_serverap
     await send(ws, {"type": "message", "text": "slow question"})
     rt = runtime(jp_serverapp)
     for _ in range(50):
-        if rt._running:
+        if rt.running_conversations():
             break
         await asyncio.sleep(0.01)
-    assert rt._running
+    assert rt.running_conversations()
     ws.close()
     for _ in range(100):
-        if not rt._running:
+        if not rt.running_conversations():
             break
         await asyncio.sleep(0.02)
-    assert not rt._running
+    assert not rt.running_conversations()
     again = await jp_ws_fetch("gmchat/chat/ws")
     await send(again, {"type": "message", "text": "next question"})
     events = await read_turn(again)

@@ -1,0 +1,105 @@
+"""A real `jupyter server` subprocess on 127.0.0.1 with the gmchat extension and a token."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+TOKEN = "t0ken-for-tests"
+AUTH = {"Authorization": f"token {TOKEN}"}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class JupyterServer:
+    """`jupyter server` with gmchat: a scripted provider playing ``rounds``, the store at
+    ``tmp/chat.sqlite3`` (kept across restarts in the same ``tmp``), and ``gmchat`` settings."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        rounds: list[dict[str, Any]],
+        *,
+        base_url: str = "/",
+        **gmchat: Any,
+    ) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        script = tmp / "rounds.yaml"
+        script.write_text(yaml.safe_dump(rounds))
+        self.store_path = tmp / "chat.sqlite3"
+        config = {
+            "ServerApp": {"jpserver_extensions": {"gmchat_nb.server_ext": True}},
+            "GMChat": {
+                "provider": f"scripted:{script}",
+                "project": "demo",
+                "store": str(self.store_path),
+                **gmchat,
+            },
+        }
+        (tmp / "config").mkdir(exist_ok=True)
+        (tmp / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        env = {
+            "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+            "JUPYTER_DATA_DIR": str(tmp / "data"),
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp),
+        }
+        self.log = tmp / f"server-{self.port}.log"
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={TOKEN}",
+                f"--ServerApp.root_dir={tmp}",
+                f"--ServerApp.base_url={base_url}",
+                "--allow-root",
+            ],
+            env=env,
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,  # `tests.server_ext` importable for hooks named by dotted path
+        )
+        self.url = f"http://127.0.0.1:{self.port}{base_url}"
+        self.chat_url = self.url + "gmchat/chat/"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.process.poll() is None:
+            try:
+                if httpx.get(self.url + "api/status", headers=AUTH).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"jupyter server did not start:\n{self.log.read_text()[-3000:]}")
+
+    @property
+    def ws_url(self) -> str:
+        """The chat WebSocket's URL."""
+        return self.chat_url.replace("http://", "ws://") + "ws"
+
+    def kill(self) -> None:
+        """kill -9: no shutdown hook runs, nothing is flushed."""
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=15)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
