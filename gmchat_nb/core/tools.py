@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .project.errors import ToolError
+from .project.names import MAX_NAME_LENGTH, clip, did_you_mean, suggestion_hint
 
 if TYPE_CHECKING:
     from .project.project import Project, QueryOutcome
@@ -184,24 +185,29 @@ class ToolRun:
         return isinstance(self.result, dict) and self.result.get("status") == "error"
 
 
-async def dispatch(project: Project, name: str, args: Any) -> Any:
+async def dispatch(project: Project, name: object, args: Any) -> Any:
     """Run one tool call and return its JSON result, errors included."""
     return (await run_tool(project, name, args)).result
 
 
-async def run_tool(project: Project, name: str, args: Any) -> ToolRun:
-    """Run one tool call; never raises. Queries also return their :class:`QueryOutcome`."""
+async def run_tool(project: Project, name: object, args: Any) -> ToolRun:
+    """Run one tool call; never raises. Queries also return their :class:`QueryOutcome`.
+
+    ``name`` may be anything a caller sent: a non-string is an unknown tool like any other.
+    """
     try:
+        if not isinstance(name, str):
+            raise _unknown_tool(project, name)
         return await _dispatch(project, name, args)
     except ToolError as error:
         return ToolRun(error.to_result())
     except Exception:  # a bug must not end the turn; the model gets a plain error
-        log.exception("tool %s failed", name)
+        log.exception("tool %s failed", clip(name))
         return ToolRun(
             {
                 "status": "error",
                 "code": "tool_failed",
-                "message": f"The {name} tool failed unexpectedly; try a simpler call.",
+                "message": f"The {clip(name)} tool failed unexpectedly; try a simpler call.",
             }
         )
 
@@ -212,13 +218,17 @@ async def _dispatch(project: Project, name: str, args: Any) -> ToolRun:
             args = json.loads(args) if args.strip() else {}
         except ValueError:
             raise ToolError(
-                "invalid_arguments", f"The arguments of {name} are not valid JSON."
+                "invalid_arguments", f"The arguments of {clip(name)} are not valid JSON."
             ) from None
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        raise ToolError("invalid_arguments", f"The arguments of {name} must be a JSON object.")
+        raise ToolError(
+            "invalid_arguments", f"The arguments of {clip(name)} must be a JSON object."
+        )
     schemas = _schemas()
+    if len(name) > MAX_NAME_LENGTH:
+        raise _unknown_tool(project, name)
     if name.startswith(DIRECT_PREFIX) and name not in schemas:
         manager = project.index.find(name[len(DIRECT_PREFIX) :])
         if manager is None or direct_tool_name(manager.name) != name:
@@ -259,7 +269,7 @@ def _check_arguments(
     if unknown:
         raise ToolError(
             "invalid_arguments",
-            f"{tool} does not take {', '.join(repr(k) for k in unknown)}; "
+            f"{tool} does not take {', '.join(repr(clip(k)) for k in unknown)}; "
             f"it takes {', '.join(repr(k) for k in properties)}.",
         )
     missing = [key for key in required if args.get(key) is None]
@@ -279,13 +289,16 @@ def _check_arguments(
             )
 
 
-def _unknown_tool(project: Project, name: str) -> ToolError:
+def _unknown_tool(project: Project, name: object) -> ToolError:
     names = list(DISCOVERY_TOOLS) + [direct_tool_name(m) for m in project.managers]
-    from .project.names import did_you_mean, suggestion_hint
-
+    if not isinstance(name, str):
+        return ToolError(
+            "unknown_tool",
+            f"Tool names are strings, not {type(name).__name__}. Tools: {', '.join(names)}.",
+        )
     suggestions = did_you_mean(name, names)
     hint = suggestion_hint(suggestions)
-    return ToolError("unknown_tool", f"Unknown tool '{name}'.{hint}")
+    return ToolError("unknown_tool", f"Unknown tool '{clip(name)}'.{hint}")
 
 
 def is_read_tool(name: str) -> bool:

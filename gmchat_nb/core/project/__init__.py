@@ -8,7 +8,7 @@ from .errors import ToolError
 from .executor import LocalExecutor, ProjectConnectionError, RemoteExecutor
 from .index import ManagerInfo, SchemaIndex, UnknownExposedManagerError
 from .mutations import PreparedMutation
-from .project import Project, QueryOutcome
+from .project import Project, QueryOutcome, WithheldMutationError
 
 __all__ = [
     "LocalExecutor",
@@ -23,6 +23,7 @@ __all__ = [
     "SchemaIndex",
     "ToolError",
     "UnknownExposedManagerError",
+    "WithheldMutationError",
     "connect",
     "demo_project",
 ]

@@ -19,7 +19,7 @@ from graphql.language import ast
 from .errors import ToolError
 from .filters import FilterResolver, IdLookup
 from .index import ArgumentInfo, FieldInfo, ManagerInfo, RelationInfo, RootInfo, SchemaIndex
-from .names import did_you_mean, normalize_key
+from .names import MAX_NAME_LENGTH, clip, clip_repr, did_you_mean, normalize_key
 from .ordering import resolve_order
 from .selection import (
     LEAF,
@@ -34,6 +34,11 @@ __all__ = ["PageRequest", "QueryCompiler", "QueryPlan", "lookups_in"]
 
 OPERATION_NAME = "GmchatQuery"
 SHAPE_CACHE_SIZE = 512
+# Longer structure keys are not cached: the key is built from caller input of any size.
+MAX_CACHED_KEY = 4096
+# Pages past this offset are not worth fetching in a chat, and page numbers stay far inside
+# GraphQL's 32-bit Int.
+MAX_OFFSET = 1_000_000
 QUERY_KEYS = frozenset(
     {"manager", "fields", "filters", "exclude", "order_by", "limit", "offset", "root", "arguments"}
 )
@@ -166,19 +171,18 @@ class QueryCompiler:
             return variable
 
         fields = args.get("fields")
-        key = _shape_key(manager, root, definitions, fields, self.max_page_size)
+        structure = _structure_key(fields)
+        key = _shape_key(manager, root, definitions, fields, structure, self.max_page_size)
         compiled = self._shapes.get(key) if key is not None else None
         if compiled is None:
             given = set(variables)
             selections, shape = compile_fields(self.index, manager, fields, bind)
             document = _document(root, root_arguments, selections, definitions)
-            self._validate(document, root, definitions, fields)
+            self._validate(document, root, definitions, structure)
             constants = {name: value for name, value in variables.items() if name not in given}
             compiled = _CompiledShape(document, shape, constants)
             if key is not None:
-                if len(self._shapes) >= SHAPE_CACHE_SIZE:
-                    self._shapes.clear()
-                self._shapes[key] = compiled
+                _remember(self._shapes, key, compiled)
         else:
             variables.update(compiled.constants)
         document, shape = compiled.document, compiled.shape
@@ -215,7 +219,7 @@ class QueryCompiler:
         document = self._id_documents.get((manager.name, self.max_page_size))
         if document is None:
             document = _document(root, root_arguments, [field_node("id")], definitions)
-            self._validate(document, root, definitions, ["id"])
+            self._validate(document, root, definitions, _structure_key(["id"]))
             self._id_documents[(manager.name, self.max_page_size)] = document
         variables = {"filter": native_filter}
         return QueryPlan(
@@ -236,12 +240,13 @@ class QueryCompiler:
     def _root(self, manager: ManagerInfo, root: Any) -> RootInfo:
         if root is None:
             return manager.root
+        wanted = normalize_key(str(root)) if len(str(root)) <= MAX_NAME_LENGTH else None
         for info in manager.roots:
-            if info.name == root or normalize_key(info.name) == normalize_key(str(root)):
+            if info.name == root or normalize_key(info.name) == wanted:
                 return info
         raise ToolError(
             "invalid_arguments",
-            f"'{root}' is not a list root of {manager.name}; its roots: "
+            f"'{clip(root)}' is not a list root of {manager.name}; its roots: "
             f"{_names([r.name for r in manager.roots])}.",
         )
 
@@ -257,7 +262,7 @@ class QueryCompiler:
             if name is None:
                 raise ToolError(
                     "invalid_arguments",
-                    f"{root.name} has no argument '{key}'; its arguments: {_names(allowed)}.",
+                    f"{root.name} has no argument '{clip(key)}'; its arguments: {_names(allowed)}.",
                     suggestions=did_you_mean(key, allowed) or None,
                 )
             native[name] = item
@@ -276,20 +281,22 @@ class QueryCompiler:
         cap = self.row_cap
         if limit is None:
             limit = cap
-        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        elif not _is_int(limit) or limit < 1:
             raise ToolError(
-                "invalid_arguments", f"limit must be a positive integer; got {limit!r}."
+                "invalid_arguments", f"limit must be a positive integer; got {clip_repr(limit)}."
             )
         elif limit > cap:
             notes.append(
-                f"limit {limit} was capped at {cap} rows per call; use offset to read further pages."
+                f"limit {clip(limit)} was capped at {cap} rows per call; use offset to read "
+                "further pages."
             )
             limit = cap
         if offset is None:
             offset = 0
-        elif isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        elif not _is_int(offset) or not 0 <= offset <= MAX_OFFSET:
             raise ToolError(
-                "invalid_arguments", f"offset must be a non-negative integer; got {offset!r}."
+                "invalid_arguments",
+                f"offset must be an integer from 0 to {MAX_OFFSET:,}; got {clip_repr(offset)}.",
             )
         return limit, offset
 
@@ -307,8 +314,14 @@ class QueryCompiler:
                 )
             size = native_size if native_size is not None else limit
             page = native_page if native_page is not None else 1
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (size, page)):
-                raise ToolError("invalid_arguments", "page and pageSize must be integers.")
+            if not (_is_int(size) and _is_int(page) and size >= 1 and page >= 1):
+                raise ToolError("invalid_arguments", "page and pageSize must be positive integers.")
+            if (page - 1) * size > MAX_OFFSET:
+                raise ToolError(
+                    "invalid_arguments",
+                    f"page {clip(page)} of {clip(size)} rows starts past row {MAX_OFFSET:,}; "
+                    "narrow the filters instead.",
+                )
             request = {"pageSize": size} if has_size else {}
             if has_page:
                 request["page"] = page
@@ -333,18 +346,32 @@ class QueryCompiler:
         document: DocumentNode,
         root: RootInfo,
         definitions: dict[str, str],
-        fields: Any,
+        structure: str,
     ) -> None:
-        key = (root.name, tuple(definitions.items()), _structure_key(fields))
+        key = (root.name, tuple(definitions.items()), structure)
         errors = self._validated.get(key)
         if errors is None:
             errors = [error.message for error in validate(self.index.schema, document)]
-            self._validated[key] = errors
+            if len(structure) <= MAX_CACHED_KEY:
+                _remember(self._validated, key, errors)
         if errors:
+            hidden = self.index.hidden_names
             raise ToolError(
                 "invalid_graphql_request",
-                "The compiled query is not valid for this schema: " + "; ".join(errors),
+                "The compiled query is not valid for this schema: "
+                + "; ".join(dict.fromkeys(hidden.redact(error) for error in errors)),
             )
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key``, forgetting everything once the cache is full."""
+    if len(cache) >= SHAPE_CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _declare_page_variables(
@@ -398,12 +425,14 @@ def _shape_key(
     root: RootInfo,
     definitions: dict[str, str],
     fields: Any,
+    structure: str,
     page_size: int,
 ) -> Any:
-    """What decides the document, or None when nested arguments carry values of their own."""
-    if _has_field_arguments(fields):
+    """What decides the document, or None when it is not worth caching: nested arguments carry
+    values of their own, or the field tree is too large to keep as a key."""
+    if len(structure) > MAX_CACHED_KEY or _has_field_arguments(fields):
         return None
-    return (manager.name, root.name, tuple(definitions.items()), page_size, _structure_key(fields))
+    return (manager.name, root.name, tuple(definitions.items()), page_size, structure)
 
 
 def _has_field_arguments(entry: Any) -> bool:
@@ -439,6 +468,8 @@ def _match(key: str, allowed: list[str]) -> str | None:
     aliases = {"filters": "filter", "order_by": "orderBy", "limit": "pageSize"}
     if aliases.get(key) in allowed:
         return aliases[key]
+    if len(key) > MAX_NAME_LENGTH:
+        return None
     matches = [name for name in allowed if normalize_key(name) == normalize_key(key)]
     return matches[0] if len(matches) == 1 else None
 
@@ -470,4 +501,4 @@ def _substitute(value: Any) -> Any:
 
 
 def _names(items: list[str]) -> str:
-    return ", ".join(f"'{item}'" for item in items)
+    return ", ".join(f"'{clip(item)}'" for item in items)

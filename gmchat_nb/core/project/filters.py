@@ -27,7 +27,17 @@ from graphql import GraphQLInputObjectType, GraphQLInputType
 from .errors import ToolError
 from .graphql_types import input_object, input_value_error
 from .index import LOOKUPS, RELATION_MODES, ManagerInfo, RelationInfo, SchemaIndex
-from .names import camel_case, did_you_mean, normalize_key, quoted_or, singular, suggestion_hint
+from .names import (
+    MAX_NAME_LENGTH,
+    camel_case,
+    clip,
+    clip_repr,
+    did_you_mean,
+    normalize_key,
+    quoted_or,
+    singular,
+    suggestion_hint,
+)
 
 __all__ = ["FilterResolver", "IdLookup"]
 
@@ -119,6 +129,8 @@ class FilterResolver:
         for key, item in value.items():
             if not isinstance(key, str) or not key:
                 raise ToolError("invalid_filter", f"Filter keys in '{where}' must be names.")
+            if len(key) > MAX_NAME_LENGTH:  # names no filter; spare the spelling conversions
+                raise self._unknown(manager, input_type, key)
             for native, native_value in self._resolve_key(
                 manager, input_type, key, item, where, in_exclude, depth
             ):
@@ -187,7 +199,7 @@ class FilterResolver:
                 if len(rest) == 1:
                     raise ToolError(
                         "invalid_filter",
-                        f"Filter '{key}' in '{where}' needs a field after '{rest[0]}'.",
+                        f"Filter '{clip(key)}' in '{where}' needs a field after '{clip(rest[0])}'.",
                     )
                 inner = {rest[0].lower(): {"__".join(rest[1:]): item}}
             value = self._native_value(
@@ -203,7 +215,8 @@ class FilterResolver:
             available = sorted(self._lookups_of(manager, input_type, head))
             raise ToolError(
                 "invalid_filter",
-                f"Lookup '{rest[-1].lower()}' is not available for {manager.name}.{head}. "
+                f"Lookup '{clip(rest[-1].lower())}' is not available for "
+                f"{manager.name}.{clip(head)}. "
                 f"Available lookups: {', '.join(available)}.",
             )
         raise self._unknown(manager, input_type, key)
@@ -244,7 +257,7 @@ class FilterResolver:
                 raise ToolError(
                     "invalid_filter",
                     f"Filter '{native}' on {manager.name} takes {quoted_or(sorted(modes))}, "
-                    f"not '{mode}'.",
+                    f"not '{clip(mode)}'.",
                 )
             self._check_mode(mode, in_exclude, where)
             mode_type = input_object(nested.fields[mode].type)
@@ -271,8 +284,8 @@ class FilterResolver:
         if id_in is None or relation.many:
             raise ToolError(
                 "invalid_filter",
-                f"Filter '{key}' reaches through {manager.name}.{relation.name}, which this server "
-                f"cannot filter on here. Query {relation.target} first, or filter from "
+                f"Filter '{clip(key)}' reaches through {manager.name}.{relation.name}, which this "
+                f"server cannot filter on here. Query {relation.target} first, or filter from "
                 f"{relation.target}'s side.",
             )
         target = self.index.managers[relation.target]
@@ -282,7 +295,7 @@ class FilterResolver:
                 "invalid_filter", f"{relation.target} cannot be filtered on this server."
             )
         inner = self._resolve(target, root_filter, item, where, False, 1)
-        lookup = IdLookup(target.name, inner, f"{manager.name}.{relation.name} ({key})")
+        lookup = IdLookup(target.name, inner, f"{manager.name}.{relation.name} ({clip(key)})")
         return id_in, lookup
 
     def _leaf(
@@ -391,7 +404,7 @@ class FilterResolver:
         hint = suggestion_hint(suggestions)
         return ToolError(
             "unknown_filter",
-            f"Unknown filter '{key}' on {manager.name}.{hint} "
+            f"Unknown filter '{clip(key)}' on {manager.name}.{hint} "
             f"Call get_manager_schema('{manager.name}') for its filters.",
             suggestions=suggestions or None,
         )
@@ -422,7 +435,8 @@ def _merge(target: dict[str, Any], key: str, value: Any, where: str) -> None:
     if existing != value:
         raise ToolError(
             "invalid_filter",
-            f"'{where}' gives '{key}' twice with different values ({existing!r} and {value!r}).",
+            f"'{where}' gives '{key}' twice with different values ({clip_repr(existing)} and "
+            f"{clip_repr(value)}).",
         )
 
 

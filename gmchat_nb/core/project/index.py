@@ -21,6 +21,7 @@ from typing import Any
 from graphql import (
     GraphQLEnumType,
     GraphQLField,
+    GraphQLNamedType,
     GraphQLObjectType,
     GraphQLSchema,
     is_leaf_type,
@@ -36,7 +37,16 @@ from .graphql_types import (
     named,
     page_shape,
 )
-from .names import did_you_mean, normalize_key, singular, split_words, suggestion_hint
+from .hidden import HiddenNames
+from .names import (
+    MAX_NAME_LENGTH,
+    clip,
+    did_you_mean,
+    normalize_key,
+    singular,
+    split_words,
+    suggestion_hint,
+)
 
 __all__ = [
     "ArgumentInfo",
@@ -223,7 +233,8 @@ class SchemaIndex:
             if visible is None or manager in visible
         )
         self._hidden_cache: dict[str, frozenset[str]] = {}
-        mutations = _mutations_by_type(schema, self._visible_types)
+        withheld: dict[str, str] = {}
+        mutations = self._mutations_by_type(withheld)
         managers: dict[str, ManagerInfo] = {}
         for type_name, roots in all_roots.items():
             if type_name not in self._visible_types:
@@ -235,6 +246,18 @@ class SchemaIndex:
             {m.name: m for infos in mutations.values() for m in infos}
         )
         self._aliases = _aliases(managers.values())
+        # Why an exposed manager's mutation is not offered: operators read this, never the chat.
+        self.withheld_mutations: Mapping[str, str] = MappingProxyType(withheld)
+        self.hidden_names = HiddenNames(
+            [
+                *(name for name in all_names if name not in managers),
+                *(
+                    relation
+                    for type_name in self._visible_types
+                    for relation in self._hidden_relation_names(self._object(type_name))
+                ),
+            ]
+        )
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -245,7 +268,7 @@ class SchemaIndex:
 
     def find(self, name: str) -> ManagerInfo | None:
         """Resolve ``Part``, ``part``, ``PartManager``, ``PartType``, ``partList``, ``parts``."""
-        if not isinstance(name, str):
+        if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH:
             return None
         key = normalize_key(name)
         for candidate in _name_variants(key):
@@ -275,7 +298,7 @@ class SchemaIndex:
         hint = suggestion_hint(suggestions)
         raise ToolError(
             "unknown_manager",
-            f"Unknown manager '{name}'.{hint} Use search_managers to find the right one.",
+            f"Unknown manager '{clip(name)}'.{hint} Use search_managers to find the right one.",
             suggestions=suggestions or None,
         )
 
@@ -284,14 +307,14 @@ class SchemaIndex:
         if not isinstance(name, str) or not name.strip():
             raise ToolError("invalid_arguments", "'mutation' must be a non-empty mutation name.")
         found = self.mutations.get(name)
-        if found is None:
+        if found is None and len(name) <= MAX_NAME_LENGTH:
             by_key = {normalize_key(key): info for key, info in self.mutations.items()}
             found = by_key.get(normalize_key(name))
         if found is not None:
             return found
         suggestions = did_you_mean(name, self.mutations)
         hint = suggestion_hint(suggestions)
-        raise ToolError("unknown_mutation", f"Unknown mutation '{name}'.{hint}")
+        raise ToolError("unknown_mutation", f"Unknown mutation '{clip(name)}'.{hint}")
 
     # -- building ------------------------------------------------------------------------------
 
@@ -443,6 +466,59 @@ class SchemaIndex:
             group["lookups"].setdefault(lookup, input_name)
         return [FilterInfo(field=key, **values) for key, values in groups.items()]
 
+    def _mutations_by_type(self, withheld: dict[str, str]) -> dict[str, tuple[MutationInfo, ...]]:
+        """The mutations whose payload returns an exposed manager, by its type name.
+
+        Arguments that refer to a hidden manager are left out; a mutation that cannot run without
+        one is not offered at all, and ``withheld`` records why.
+        """
+        found: dict[str, list[MutationInfo]] = {}
+        mutation_type = self.schema.mutation_type
+        if mutation_type is None:
+            return {}
+        for name, mutation in mutation_type.fields.items():
+            payload = named(mutation.type)
+            if not isinstance(payload, GraphQLObjectType):
+                continue
+            for field_name, payload_field in payload.fields.items():
+                target = named(payload_field.type)
+                if target.name not in self._visible_types:
+                    continue
+                object_type = self._object(target.name)
+                hidden = self._hidden_relation_names(object_type)
+                arguments = {
+                    arg_name: argument
+                    for arg_name, argument in mutation.args.items()
+                    if not _reveals_hidden(arg_name, hidden)
+                }
+                needed = [
+                    arg_name
+                    for arg_name, argument in mutation.args.items()
+                    if arg_name not in arguments and is_required(argument)
+                ]
+                if needed:
+                    withheld[name] = (
+                        f"{name} needs the argument '{needed[0]}', which refers to "
+                        f"{self._hidden_target(object_type, needed[0])}, a manager that is not "
+                        f"exposed: expose it, or leave {name} out of allowed_mutations."
+                    )
+                else:
+                    found.setdefault(target.name, []).append(
+                        _mutation_info(name, mutation, arguments, payload.name, field_name, target)
+                    )
+                break
+        return {type_name: tuple(infos) for type_name, infos in found.items()}
+
+    def _hidden_target(self, object_type: GraphQLObjectType, argument: str) -> str:
+        """The hidden manager a mutation argument refers to (``material`` -> ``Material``)."""
+        for relation in self._hidden_relation_names(object_type):
+            if _reveals_hidden(argument, frozenset({relation})):
+                graphql_field = object_type.fields[relation]
+                shape = page_shape(graphql_field.type)
+                base = shape.item_type if shape is not None else named(graphql_field.type)
+                return self._type_to_manager.get(base.name, base.name)
+        return "another manager"
+
     def _path_visible(
         self,
         object_type: GraphQLObjectType,
@@ -453,7 +529,7 @@ class SchemaIndex:
         current = object_type
         hidden = hidden_relations
         for position, segment in enumerate(segments):
-            if segment in hidden or _reveals_hidden(segment, hidden):
+            if _reveals_hidden(segment, hidden):
                 return False
             graphql_field = current.fields.get(segment)
             if graphql_field is None or position == len(segments) - 1:
@@ -532,44 +608,29 @@ def _order_fields(root: GraphQLField, hidden_relations: frozenset[str]) -> tuple
     return tuple(
         value
         for value in enum.values
-        if not (
-            value.split("__")[0] in hidden_relations
-            or _reveals_hidden(value.split("__")[0], hidden_relations)
-        )
+        if not _reveals_hidden(value.split("__")[0], hidden_relations)
     )
 
 
-def _mutations_by_type(
-    schema: GraphQLSchema, visible_types: frozenset[str]
-) -> dict[str, tuple[MutationInfo, ...]]:
-    found: dict[str, list[MutationInfo]] = {}
-    mutation_type = schema.mutation_type
-    if mutation_type is None:
-        return {}
-    for name, mutation in mutation_type.fields.items():
-        payload = named(mutation.type)
-        if not isinstance(payload, GraphQLObjectType):
-            continue
-        for field_name, payload_field in payload.fields.items():
-            target = named(payload_field.type)
-            if target.name in visible_types:
-                action = next(
-                    (verb for verb in ("create", "update", "delete") if name.startswith(verb)),
-                    "other",
-                )
-                found.setdefault(target.name, []).append(
-                    MutationInfo(
-                        name=name,
-                        manager=_manager_name(target.name),
-                        action=action,
-                        arguments=tuple(_argument_info(n, a) for n, a in mutation.args.items()),
-                        payload_type=payload.name,
-                        object_field=field_name,
-                        description=_collapse(mutation.description or ""),
-                    )
-                )
-                break
-    return {type_name: tuple(infos) for type_name, infos in found.items()}
+def _mutation_info(
+    name: str,
+    mutation: GraphQLField,
+    arguments: Mapping[str, Any],
+    payload_type: str,
+    object_field: str,
+    target: GraphQLNamedType,
+) -> MutationInfo:
+    return MutationInfo(
+        name=name,
+        manager=_manager_name(target.name),
+        action=next(
+            (verb for verb in ("create", "update", "delete") if name.startswith(verb)), "other"
+        ),
+        arguments=tuple(_argument_info(arg_name, arg) for arg_name, arg in arguments.items()),
+        payload_type=payload_type,
+        object_field=object_field,
+        description=_collapse(mutation.description or ""),
+    )
 
 
 def _resolve_exposed(exposed: Iterable[str], type_to_manager: dict[str, str]) -> frozenset[str]:
@@ -617,8 +678,19 @@ def _name_variants(key: str) -> list[str]:
 
 
 def _reveals_hidden(name: str, hidden_relations: frozenset[str]) -> bool:
-    """``auditSecretId`` is the raw id of the hidden relation ``auditSecret``."""
-    return name.endswith("Id") and name[:-2] in hidden_relations
+    """Whether ``name`` is a hidden relation or one of its id or list spellings.
+
+    ``material``, ``materialId``, ``auditSecretList``, ``auditSecret`` and ``auditSecretIdList``
+    all name a relation in ``hidden_relations`` (``{"material", "auditSecretList"}``).
+    """
+    if not hidden_relations:
+        return False
+    stems = {name, name + "List"}
+    for suffix in ("IdList", "Ids", "Id", "List"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            stems.update((stem, stem + "List"))
+    return not stems.isdisjoint(hidden_relations)
 
 
 def _value_type(type_: Any, lookup: str) -> str:

@@ -30,7 +30,7 @@ from graphql.language import ast
 from .errors import ToolError
 from .graphql_types import input_value_error, named
 from .index import ArgumentInfo, MutationInfo, SchemaIndex
-from .names import normalize_key
+from .names import MAX_NAME_LENGTH, clip, normalize_key
 from .selection import field_node, operation_document
 
 __all__ = ["MutationCompiler", "PreparedMutation"]
@@ -102,7 +102,7 @@ class MutationCompiler:
         values: dict[str, Any] = {}
         for key, value in input_value.items():
             name = key if any(arg.name == key for arg in info.arguments) else None
-            if name is None:
+            if name is None and len(str(key)) <= MAX_NAME_LENGTH:
                 wanted = normalize_key(str(key))
                 name = by_key.get(wanted)
                 if name is None and wanted.endswith("id"):
@@ -114,12 +114,12 @@ class MutationCompiler:
             if name is None:
                 raise ToolError(
                     "invalid_mutation_input",
-                    f"{info.name} has no argument '{key}'. {_signature(info)}",
+                    f"{info.name} has no argument '{clip(key)}'. {_signature(info)}",
                 )
             if name in values:
                 raise ToolError(
                     "invalid_mutation_input",
-                    f"'{key}' and another key both give {info.name}'s argument '{name}'.",
+                    f"'{clip(key)}' and another key both give {info.name}'s argument '{name}'.",
                 )
             values[name] = value
         return values

@@ -10,10 +10,15 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 __all__ = [
+    "ECHO_LENGTH",
+    "MAX_NAME_LENGTH",
     "camel_case",
+    "clip",
+    "clip_repr",
     "did_you_mean",
     "normalize_key",
     "pascal_to_snake",
@@ -23,7 +28,44 @@ __all__ = [
     "suggestion_hint",
 ]
 
+# No schema name is longer; a longer caller string is unknown without any fuzzy matching.
+MAX_NAME_LENGTH = 200
+# Caller strings quoted back in error messages are cut to this many characters.
+ECHO_LENGTH = 80
+# Only strings this short are cached: a cache entry keeps its key alive, and callers send
+# megabytes. Schema names are all shorter, so the index still splits each spelling once.
+CACHED_LENGTH = 128
+
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\d|\b|_)|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_Result = TypeVar("_Result")
+
+
+def _short_cached(function: Callable[[str], _Result]) -> Callable[[str], _Result]:
+    """``function`` with an LRU cache for short arguments; long ones are computed every time."""
+    cached = functools.lru_cache(maxsize=65536)(function)
+
+    @functools.wraps(function)
+    def call(text: str) -> _Result:
+        return cached(text) if len(text) <= CACHED_LENGTH else function(text)
+
+    return call
+
+
+def clip(text: object, limit: int = ECHO_LENGTH) -> str:
+    """``text`` as a string of at most ``limit`` characters, cut with "…" (for echoing input)."""
+    try:
+        value = text if isinstance(text, str) else str(text)
+    except ValueError:  # an int with more digits than Python will print
+        return "(a number too long to print)"
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def clip_repr(value: object, limit: int = ECHO_LENGTH) -> str:
+    """``repr(value)`` cut like :func:`clip`, for echoing a value of any type."""
+    try:
+        return clip(repr(value), limit)
+    except ValueError:
+        return "(a number too long to print)"
 
 
 def split_words(text: str) -> list[str]:
@@ -31,7 +73,7 @@ def split_words(text: str) -> list[str]:
     return list(_split_words(text))
 
 
-@functools.lru_cache(maxsize=65536)
+@_short_cached
 def _split_words(text: str) -> tuple[str, ...]:
     # Field names repeat across managers; the index splits each spelling once.
     return tuple(word.lower() for word in _WORD.findall(text))
@@ -42,20 +84,20 @@ def pascal_to_snake(name: str) -> str:
     return "_".join(split_words(name))
 
 
-@functools.lru_cache(maxsize=65536)
+@_short_cached
 def camel_case(snake: str) -> str:
     """``unit_price`` -> ``unitPrice``; names already in camelCase are kept."""
     head, *rest = snake.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest if part)
 
 
-@functools.lru_cache(maxsize=65536)
+@_short_cached
 def normalize_key(name: str) -> str:
     """A case- and separator-insensitive key: ``Unit_Price`` and ``unitPrice`` -> ``unitprice``."""
     return re.sub(r"[^0-9a-z]", "", name.lower())
 
 
-@functools.lru_cache(maxsize=65536)
+@_short_cached
 def singular(word: str) -> str:
     """A cheap English singular for search and name matching (``parts`` -> ``part``)."""
     if len(word) > 4 and word.endswith("ies"):
@@ -68,7 +110,13 @@ def singular(word: str) -> str:
 
 
 def did_you_mean(name: str, candidates: Iterable[str], *, limit: int = 3) -> list[str]:
-    """The candidates closest to ``name``, best first, compared case- and separator-blind."""
+    """The candidates closest to ``name``, best first, compared case- and separator-blind.
+
+    A ``name`` longer than :data:`MAX_NAME_LENGTH` is close to nothing: fuzzy matching costs grow
+    with its length, and no schema name is that long.
+    """
+    if len(name) > MAX_NAME_LENGTH:
+        return []
     by_key: dict[str, str] = {}
     for candidate in candidates:
         by_key.setdefault(normalize_key(candidate), candidate)

@@ -9,9 +9,12 @@ from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLSchema
 from .errors import ToolError
 from .graphql_types import named
 from .index import ArgumentInfo, ManagerInfo
-from .names import camel_case, did_you_mean, suggestion_hint
+from .names import MAX_NAME_LENGTH, camel_case, clip, clip_repr, did_you_mean, suggestion_hint
 
-__all__ = ["resolve_order"]
+__all__ = ["MAX_ORDER_TERMS", "resolve_order"]
+
+# More sort keys than this never change an order a person reads, and each costs the server work.
+MAX_ORDER_TERMS = 10
 
 _DIRECTIONS = {"asc": "ASC", "ascending": "ASC", "desc": "DESC", "descending": "DESC"}
 
@@ -25,6 +28,12 @@ def resolve_order(
     items = value if isinstance(value, list) else [value]
     if not items:
         raise ToolError("invalid_order", "order_by must name at least one field.")
+    if len(items) > MAX_ORDER_TERMS:
+        raise ToolError(
+            "invalid_order",
+            f"order_by takes at most {MAX_ORDER_TERMS} fields; got {len(items)}. Sort by the few "
+            "that decide the order.",
+        )
     resolved: list[dict[str, str]] = []
     for item in items:
         if isinstance(item, str):
@@ -41,7 +50,7 @@ def resolve_order(
             raise ToolError(
                 "invalid_order",
                 f"order_by entries are field names ('name', '-quantity') or "
-                f'{{"field": ..., "direction": "ASC"|"DESC"}}; got {item!r}.',
+                f'{{"field": ..., "direction": "ASC"|"DESC"}}; got {clip_repr(item)}.',
             )
         resolved.append({"field": _field(text, allowed, manager), "direction": direction})
     return resolved
@@ -63,22 +72,25 @@ def _allowed_fields(
 def _direction(word: str, item: Any) -> str:
     direction = _DIRECTIONS.get(word.lower())
     if direction is None:
-        raise ToolError("invalid_order", f"Unknown sort direction in {item!r}; use ASC or DESC.")
+        raise ToolError(
+            "invalid_order", f"Unknown sort direction in {clip_repr(item)}; use ASC or DESC."
+        )
     return direction
 
 
 def _field(text: str, allowed: list[str], manager: ManagerInfo) -> str:
     if text in allowed:
         return text
-    wanted = "__".join(camel_case(part) for part in text.replace(".", "__").split("__"))
-    by_key = {name.lower(): name for name in allowed}
-    found = by_key.get(wanted.lower())
-    if found is not None:
-        return found
+    if len(text) <= MAX_NAME_LENGTH:  # a longer text names no field; spare the conversions
+        wanted = "__".join(camel_case(part) for part in text.replace(".", "__").split("__"))
+        found = {name.lower(): name for name in allowed}.get(wanted.lower())
+        if found is not None:
+            return found
     suggestions = did_you_mean(text, allowed)
     hint = suggestion_hint(suggestions)
     raise ToolError(
         "invalid_order",
-        f"{manager.name} cannot be ordered by '{text}'.{hint} Order fields: {', '.join(allowed)}.",
+        f"{manager.name} cannot be ordered by '{clip(text)}'.{hint} "
+        f"Order fields: {', '.join(allowed)}.",
         suggestions=suggestions or None,
     )

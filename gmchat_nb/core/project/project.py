@@ -12,17 +12,25 @@ from .compiler import QueryCompiler, QueryPlan, lookups_in
 from .errors import ToolError
 from .executor import ExecutionOutcome, Executor
 from .filters import IdLookup
+from .hidden import REDACTED, HiddenNames
 from .index import SchemaIndex
 from .mutations import MutationCompiler, PreparedMutation
+from .names import clip
 from .paths import shortest_path
 from .results import normalize_pages
 from .schema_view import manager_schema, manager_summary
-from .search import ManagerSearch
+from .search import ManagerSearch, query_note
 
-__all__ = ["Project", "QueryOutcome"]
+__all__ = ["Project", "QueryOutcome", "WithheldMutationError"]
 
 MAX_ID_LOOKUP = 1000
+MAX_SEARCH_RESULTS = 50
+SERVER_MESSAGE_LENGTH = 500
 _PAGE_CAP_ERROR = re.compile(r"pageSize must not exceed (\d+)")
+
+
+class WithheldMutationError(ValueError):
+    """``allowed_mutations`` names a mutation that needs an argument of a hidden manager."""
 
 
 @dataclass(slots=True)
@@ -60,7 +68,8 @@ class Project:
     """The tools of one GraphQL schema, over one executor.
 
     ``exposed`` limits what the assistant may see (None: every manager); ``allowed_mutations``
-    names the mutations ``mutate`` may run (none by default).
+    names the mutations ``mutate`` may run (none by default). Naming one that cannot be offered
+    because it needs an argument of a hidden manager raises :class:`WithheldMutationError`.
     """
 
     def __init__(
@@ -83,6 +92,15 @@ class Project:
         )
         self.mutation_compiler = MutationCompiler(self.index)
         self.allowed_mutations = frozenset(allowed_mutations)
+        withheld = [
+            self.index.withheld_mutations[name]
+            for name in sorted(self.allowed_mutations)
+            if name in self.index.withheld_mutations
+        ]
+        if withheld:
+            raise WithheldMutationError(
+                "allowed_mutations cannot be offered: " + " ".join(withheld)
+            )
         self.query_timeout = query_timeout
         self.label = label
         self._on_close = on_close
@@ -111,12 +129,24 @@ class Project:
 
     # -- tools ---------------------------------------------------------------------------------
 
-    def search_managers(self, query: Any, limit: int = 10) -> list[dict[str, Any]]:
-        """Ranked compact summaries of the managers matching ``query``."""
+    def search_managers(self, query: Any, limit: Any = 10) -> list[dict[str, Any]]:
+        """Ranked compact summaries of the managers matching ``query``; when the query was too
+        long to read whole, a last ``{"note": ...}`` entry says so."""
         if not isinstance(query, str) or not query.strip():
             raise ToolError("invalid_arguments", "'query' must be a non-empty string.")
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise ToolError("invalid_arguments", "'limit' must be an integer.")
+        if not 1 <= limit <= MAX_SEARCH_RESULTS:
+            raise ToolError(
+                "invalid_arguments",
+                f"'limit' must be from 1 to {MAX_SEARCH_RESULTS}; got {clip(limit)}.",
+            )
         hits = self.search.search(query, limit=limit)
-        return [manager_summary(hit.manager, hit.matched) for hit in hits]
+        result: list[dict[str, Any]] = [manager_summary(hit.manager, hit.matched) for hit in hits]
+        note = query_note(query)
+        if note is not None:
+            result.append({"note": note})
+        return result
 
     def get_manager_schema(self, manager: Any) -> dict[str, Any]:
         """Fields, relations, filters, order fields, roots and mutations of one manager."""
@@ -176,7 +206,7 @@ class Project:
             prepared.document, dict(prepared.input), "GmchatMutation", timeout=False
         )
         if outcome.errors:
-            raise _mutation_error(prepared, outcome)
+            raise _mutation_error(prepared, outcome, self.index.hidden_names)
         payload = (outcome.data or {}).get(prepared.mutation)
         return {"status": "executed", "mutation": prepared.mutation, "data": payload}
 
@@ -194,7 +224,7 @@ class Project:
         parsed = parse(document)
         outcome = await self._execute(parsed, dict(variables or {}), None)
         if outcome.errors:
-            messages = "; ".join(str(error.get("message")) for error in outcome.errors)
+            messages = _messages(outcome.errors, self.index.hidden_names)
             raise ToolError("graphql_error", f"The server rejected the document: {messages}")
         data = outcome.data or {}
         page = next(iter(data.values()), None) or {}
@@ -239,7 +269,7 @@ class Project:
             )
         errors = [error for outcome in outcomes for error in outcome.errors]
         if errors:
-            raise _query_error(plan, errors)
+            raise _query_error(plan, errors, self.index.hidden_names)
         pages = [(outcome.data or {}).get(plan.root.name) for outcome in outcomes]
         normalized = normalize_pages(
             pages,
@@ -281,7 +311,7 @@ class Project:
                 plan.document, plan.request_variables(plan.pages[0]), "GmchatQuery"
             )
             if outcome.errors:
-                raise _query_error(plan, outcome.errors)
+                raise _query_error(plan, outcome.errors, self.index.hidden_names)
             data = (outcome.data or {}).get(plan.root.name) or {}
             items = data.get(plan.root.items_field) or []
             ids.extend(str(item["id"]) for item in items if item.get("id") is not None)
@@ -309,10 +339,14 @@ class Project:
         timeout: bool = True,
     ) -> ExecutionOutcome:
         run = self.executor.execute(document, variables, operation)
-        if not timeout or self.query_timeout is None:
-            return await run
         try:
+            if not timeout or self.query_timeout is None:
+                return await run
             return await asyncio.wait_for(run, self.query_timeout)
+        except ToolError as error:  # transport failures quote what the server sent
+            if not self.index.hidden_names.mentioned_in(error.message):
+                raise
+            raise ToolError(error.code, REDACTED) from None
         except TimeoutError:
             raise ToolError(
                 "query_timeout",
@@ -336,30 +370,63 @@ def _plain_pages(value: Any) -> Any:
     return value
 
 
-def _query_error(plan: QueryPlan, errors: list[dict[str, Any]]) -> ToolError:
-    messages = "; ".join(dict.fromkeys(str(error.get("message", "")) for error in errors))
+def _messages(errors: list[dict[str, Any]], hidden: HiddenNames) -> str:
+    """The server's error messages, once each and cut to a readable length (servers quote the
+    values they refuse), with any that name a hidden manager redacted."""
+    return "; ".join(
+        dict.fromkeys(
+            clip(hidden.redact(str(error.get("message", ""))), SERVER_MESSAGE_LENGTH)
+            for error in errors
+        )
+    )
+
+
+def _query_error(plan: QueryPlan, errors: list[dict[str, Any]], hidden: HiddenNames) -> ToolError:
     codes = {str((error.get("extensions") or {}).get("code", "")) for error in errors} - {""}
     return ToolError(
         "graphql_error",
-        f"The server rejected the {plan.manager.name} query: {messages}",
-        server_codes=sorted(codes) or None,
+        f"The server rejected the {plan.manager.name} query: {_messages(errors, hidden)}",
+        server_codes=sorted(code for code in codes if not hidden.mentioned_in(code)) or None,
     )
 
 
-def _mutation_error(prepared: PreparedMutation, outcome: ExecutionOutcome) -> ToolError:
-    messages = "; ".join(dict.fromkeys(str(error.get("message", "")) for error in outcome.errors))
+def _mutation_error(
+    prepared: PreparedMutation, outcome: ExecutionOutcome, hidden: HiddenNames
+) -> ToolError:
     field_errors: dict[str, Any] = {}
     non_field_errors: list[Any] = []
+    redacted = False
     for error in outcome.errors:
         extensions = error.get("extensions") or {}
-        field_errors.update(extensions.get("fieldErrors") or {})
-        non_field_errors.extend(extensions.get("nonFieldErrors") or [])
-    detail = "; ".join(
-        f"{name}: {' '.join(map(str, problems))}" for name, problems in field_errors.items()
-    )
+        for name, problems in (extensions.get("fieldErrors") or {}).items():
+            if hidden.mentioned_in((name, problems)):
+                redacted = True  # keyed by a hidden relation, or quoting one: it goes whole
+            else:
+                field_errors[name] = _clipped(problems)
+        for problem in extensions.get("nonFieldErrors") or []:
+            if not hidden.mentioned_in(problem):
+                non_field_errors.append(_clipped(problem))
+            elif REDACTED not in non_field_errors:
+                non_field_errors.append(REDACTED)
+    details = [f"{name}: {_text(problems)}" for name, problems in field_errors.items()]
+    detail = "; ".join(details + ([REDACTED] if redacted else []))
     return ToolError(
         "mutation_failed",
-        f"{prepared.mutation} failed: {messages}" + (f" ({detail})" if detail else ""),
+        f"{prepared.mutation} failed: {_messages(outcome.errors, hidden)}"
+        + (f" ({detail})" if detail else ""),
         field_errors=field_errors or None,
         non_field_errors=non_field_errors or None,
     )
+
+
+def _clipped(problems: Any) -> Any:
+    """Server problem texts cut like messages (a server quotes the value it refuses)."""
+    if isinstance(problems, str):
+        return clip(problems, SERVER_MESSAGE_LENGTH)
+    if isinstance(problems, list):
+        return [_clipped(problem) for problem in problems]
+    return problems
+
+
+def _text(problems: Any) -> str:
+    return " ".join(map(str, problems)) if isinstance(problems, list) else str(problems)

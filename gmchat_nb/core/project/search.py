@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .index import ManagerInfo, SchemaIndex
 from .names import normalize_key, singular, split_words
 
-__all__ = ["ManagerSearch", "SearchHit"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_QUERY_WORDS", "ManagerSearch", "SearchHit", "query_note"]
 
 NAME_EXACT = 1000.0
 WEIGHT_NAME = 12.0
@@ -30,6 +30,10 @@ WEIGHT_FIELD = 2.0
 WEIGHT_RELATION = 1.0
 PREFIX_FACTOR = 0.5
 MAX_PREFIX_TOKENS = 64
+# A search reads at most this much of its query: a question is short, and every word costs a
+# look-up (and a typo one a fuzzy match), so a pasted document must not cost more than a question.
+MAX_QUERY_CHARS = 1000
+MAX_QUERY_WORDS = 32
 
 STOPWORDS = frozenset(
     """a an and are as at be by do does for from give has have how i in is it list many me my
@@ -86,17 +90,21 @@ class ManagerSearch:
                 self._fuzzy_vocabulary[len(token)].append(token)
 
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
-        """The best ``limit`` managers for ``query``, best first; [] when nothing matches."""
-        words = [word for word in split_words(query) if word not in STOPWORDS] or split_words(query)
+        """The best ``limit`` managers for ``query``, best first; [] when nothing matches.
+
+        Only the start of a long query counts (see :func:`query_note`).
+        """
+        query, words, _ = _bounded(query)
         if not words:
             return []
         scores: dict[int, float] = defaultdict(float)
         matched: dict[int, list[str]] = defaultdict(list)
         hits_per_manager: dict[int, int] = defaultdict(int)
+        looked_up: dict[str, dict[int, tuple[float, str]]] = {}  # a repeated word costs once
         for order, word in enumerate(words):
-            found = self._match_word(word)
-            if not found:
-                found = self._match_fuzzy(word)
+            found = looked_up.get(word)
+            if found is None:
+                found = looked_up[word] = self._match_word(word) or self._match_fuzzy(word)
             # The row type is usually named first ("projects using aluminum parts").
             lead = 1.0 + 0.1 * (len(words) - order) / len(words)
             for position, (weight, where) in found.items():
@@ -162,6 +170,27 @@ class ManagerSearch:
                 if position not in found or found[position][0] < scaled:
                     found[position] = (scaled, where)
         return found
+
+
+def query_note(query: str) -> str | None:
+    """What a search left out of ``query``, in words for its result; None when it read it all."""
+    _, _, cut = _bounded(query)
+    if not cut:
+        return None
+    return (
+        f"The query was long: only its first {MAX_QUERY_WORDS} words (at most "
+        f"{MAX_QUERY_CHARS:,} characters) were searched. Search with a few words that name the "
+        "data."
+    )
+
+
+def _bounded(query: str) -> tuple[str, list[str], bool]:
+    """The part of ``query`` a search reads, its words, and whether anything was left out."""
+    text = query[:MAX_QUERY_CHARS]
+    all_words = split_words(text)
+    words = [word for word in all_words if word not in STOPWORDS] or all_words
+    cut = len(query) > MAX_QUERY_CHARS or len(words) > MAX_QUERY_WORDS
+    return text, words[:MAX_QUERY_WORDS], cut
 
 
 def _words(*texts: str) -> list[str]:

@@ -28,7 +28,15 @@ from graphql.language import ast
 from .errors import ToolError
 from .graphql_types import page_shape
 from .index import FieldInfo, ManagerInfo, RelationInfo, SchemaIndex
-from .names import did_you_mean, normalize_key, singular, suggestion_hint
+from .names import (
+    MAX_NAME_LENGTH,
+    clip,
+    clip_repr,
+    did_you_mean,
+    normalize_key,
+    singular,
+    suggestion_hint,
+)
 
 __all__ = [
     "NESTED_PAGE_SIZE",
@@ -58,6 +66,10 @@ class Shape:
 
 
 LEAF = Shape("leaf")
+# Names of the page around every list (normalised): selected for the caller, never fields.
+_PAGE_WRAPPER = frozenset(
+    {"items", "pageinfo", "totalcount", "pagesize", "currentpage", "totalpages", "hasmore"}
+)
 # What models write for nested-list arguments, mapped to GeneralManager's names.
 _ARGUMENT_ALIASES = {"filters": "filter", "limit": "pageSize", "order_by": "orderBy"}
 
@@ -134,6 +146,8 @@ def compile_fields(
     if depth > 8:
         raise ToolError("invalid_arguments", "The field tree nests more than 8 relations deep.")
     entries = _unwrap_page_entries(fields)
+    if not entries:  # only wrapper names such as "pageInfo" were asked for
+        raise _page_wrapper_error(manager, fields[0], path)
     nodes: dict[str, ast.FieldNode] = {}
     shapes: dict[str, Shape] = {}
     for entry in entries:
@@ -187,7 +201,7 @@ def _compile_entry(
                 raise ToolError(
                     "invalid_arguments",
                     f"A structured field takes only 'field', 'arguments' and 'fields'; "
-                    f"got {sorted(unknown)}.",
+                    f"got {[clip(key) for key in sorted(unknown)]}.",
                 )
             return [
                 _structured(
@@ -205,13 +219,14 @@ def _compile_entry(
             raise ToolError(
                 "invalid_arguments",
                 'Write each relation as its own object, e.g. [{"material": ["name"]}, '
-                f'{{"supplier": ["name"]}}]; got an object with keys {sorted(entry)}.',
+                f'{{"supplier": ["name"]}}]; got an object with keys '
+                f"{[clip(key) for key in sorted(entry)]}.",
             )
         (name, subfields), *_ = entry.items()
         return [_structured(index, manager, name, {}, subfields, bind, path, depth)]
     raise ToolError(
         "invalid_arguments",
-        f"Field entries must be strings or objects; got {type(entry).__name__} {entry!r}.",
+        f"Field entries must be strings or objects; got {type(entry).__name__} {clip_repr(entry)}.",
     )
 
 
@@ -244,7 +259,7 @@ def _structured(
     if not isinstance(name, str) or not name:
         raise ToolError("invalid_arguments", "A structured field needs a 'field' name string.")
     if not isinstance(arguments, dict):
-        raise ToolError("invalid_arguments", f"'arguments' of '{name}' must be an object.")
+        raise ToolError("invalid_arguments", f"'arguments' of '{clip(name)}' must be an object.")
     resolved = _resolve_name(manager, name, path)
     here = f"{path}.{resolved.name}" if path else resolved.name
     bound = _bind_arguments(resolved, arguments, bind, manager.name, here)
@@ -287,14 +302,15 @@ def _bind_arguments(
         native = arg_name
         if native not in allowed:
             alias = _ARGUMENT_ALIASES.get(arg_name)
-            matches = [a for a in allowed if normalize_key(a) == normalize_key(arg_name)]
+            wanted = normalize_key(arg_name) if len(arg_name) <= MAX_NAME_LENGTH else None
+            matches = [a for a in allowed if normalize_key(a) == wanted]
             if alias in allowed:
                 matches = [alias]
             if len(matches) != 1:
                 valid = ", ".join(sorted(allowed)) or "none"
                 raise ToolError(
                     "invalid_arguments",
-                    f"'{resolved.name}' on {owner} has no argument '{arg_name}'. "
+                    f"'{resolved.name}' on {owner} has no argument '{clip(arg_name)}'. "
                     f"Its arguments: {valid}.",
                 )
             native = matches[0]
@@ -318,7 +334,7 @@ def _page_shape(
 
 def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | RelationInfo:
     found: FieldInfo | RelationInfo | None = manager.field(name) or manager.relation(name)
-    if found is None:
+    if found is None and len(name) <= MAX_NAME_LENGTH:
         wanted = normalize_key(name)
         candidates: list[FieldInfo | RelationInfo] = [*manager.fields, *manager.relations]
         # ``unit_price`` -> ``unitPrice``, ``material_id`` -> ``materialId``, ``parts`` -> ``partsList``
@@ -329,6 +345,8 @@ def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | Rel
             matches = [c for c in manager.relations if normalize_key(c.name) in stems]
         if len(matches) == 1:
             found = matches[0]
+    if found is None and normalize_key(name[:MAX_NAME_LENGTH]) in _PAGE_WRAPPER:
+        raise _page_wrapper_error(manager, name, path)
     if found is None:
         names = [item.name for item in manager.fields] + [item.name for item in manager.relations]
         suggestions = did_you_mean(name, names)
@@ -336,11 +354,24 @@ def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | Rel
         where = f" (in '{path}')" if path else ""
         raise ToolError(
             "unknown_field",
-            f"Unknown field '{name}' on {manager.name}{where}.{hint} "
+            f"Unknown field '{clip(name)}' on {manager.name}{where}.{hint} "
             f"Call get_manager_schema('{manager.name}') for its fields and relations.",
             suggestions=suggestions or None,
         )
     return found
+
+
+def _page_wrapper_error(manager: ManagerInfo, entry: Any, path: str) -> ToolError:
+    """``pageInfo``, ``items`` or ``totalCount`` asked for as if it were a field of the rows."""
+    name = next(iter(entry), "") if isinstance(entry, dict) else entry
+    names = [item.name for item in manager.fields] + [item.name for item in manager.relations]
+    where = f" (in '{path}')" if path else ""
+    return ToolError(
+        "unknown_field",
+        f"Unknown field '{clip(name)}' on {manager.name}{where}: the page around the rows (items, "
+        "pageInfo, totalCount) is selected for you, and every result says total_count and "
+        f"has_more. Ask for fields of the rows: {', '.join(names)}.",
+    )
 
 
 def _value_nodes(item: FieldInfo) -> list[ast.FieldNode] | None:
@@ -359,6 +390,7 @@ def _value_subfields(item: FieldInfo, subfields: Any) -> list[ast.FieldNode]:
     if unknown:
         raise ToolError(
             "unknown_field",
-            f"'{item.name}' has no part {unknown[0]!r}; its parts are {list(item.subfields)}.",
+            f"'{item.name}' has no part {clip_repr(unknown[0])}; its parts are "
+            f"{list(item.subfields)}.",
         )
     return [field_node(sub) for sub in dict.fromkeys(subfields)]

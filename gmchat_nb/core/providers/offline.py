@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..project.names import normalize_key, singular, split_words
+from ..project.names import clip, normalize_key, singular, split_words
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -46,6 +46,13 @@ RESULT_LIMIT = 50  # rows the final query asks for (the answer names each of the
 ID_PREFIX = "offline-"
 REQUIRED_TOOLS = ("search_managers", "get_manager_schema", "query")
 MAX_FIELD_HINTED = 2  # extra schemas fetched only because the question names one of their fields
+# The part of a question the planner reads. Every step re-reads the question against every
+# manager it names, so a pasted document would cost seconds of a shared event loop per step.
+MAX_QUESTION_CHARS = 1000
+MAX_LISTED_WORDS = 12  # words an answer quotes back when nothing matched
+LONG_QUESTION_NOTE = (
+    f"(Your question was long: I read only its first {MAX_QUESTION_CHARS:,} characters.)"
+)
 
 # Words that carry no value to look up: question scaffolding, common verbs of the domain and the
 # comparison vocabulary the comparison parser already consumed.
@@ -583,11 +590,19 @@ class _Planner:
     def __init__(self, turn: _Turn, offered: frozenset[str]) -> None:
         self.turn = turn
         self.offered = offered
-        self.question = turn.question.strip()
+        question = turn.question.strip()
+        self.cut = len(question) > MAX_QUESTION_CHARS
+        self.question = _start_of(question) if self.cut else question
         self.tokens = _tokenize(self.question)
 
     def step(self) -> _Step:
-        """The next response of this turn."""
+        """The next response of this turn (an answer says when the question was cut)."""
+        step = self._step()
+        if self.cut and not step.calls:
+            step.text = f"{LONG_QUESTION_NOTE} {step.text}"
+        return step
+
+    def _step(self) -> _Step:
         if not self.question:
             return _Step(text="Ask me a question about the project's data.")
         if _WRITE.search(self.question):
@@ -696,8 +711,10 @@ class _Planner:
         ]
 
     def _no_match_text(self) -> str:
-        words = self._content_words()
-        looked = ", ".join(f'"{word}"' for word in words) if words else "any data words"
+        words = [f'"{clip(word, 40)}"' for word in self._content_words()]
+        if len(words) > MAX_LISTED_WORDS:
+            words[MAX_LISTED_WORDS:] = ["…"]
+        looked = ", ".join(words) if words else "any data words"
         return (
             f"I could not find a data type in this project that matches your question (I looked "
             f"for {looked}). I can only answer questions about the project's records, such as "
@@ -1306,6 +1323,13 @@ class _Planner:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _start_of(question: str) -> str:
+    """The first :data:`MAX_QUESTION_CHARS` characters of ``question``, not ending mid-word."""
+    start = question[:MAX_QUESTION_CHARS]
+    space = start.rfind(" ")
+    return start[:space] if space > MAX_QUESTION_CHARS // 2 else start
 
 
 def _verb_stem(word: str) -> str | None:

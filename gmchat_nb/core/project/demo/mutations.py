@@ -142,7 +142,7 @@ class _Writer:
     def _existing(self, raw_id: str) -> Row:
         try:
             row = self.store.get(self.model, int(raw_id))
-        except ValueError:
+        except ValueError:  # not a number, or more digits than Python converts
             row = None
         if row is None:
             raise GraphQLError(

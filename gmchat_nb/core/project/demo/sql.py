@@ -22,11 +22,23 @@ from .catalog import Catalog, ListLink, Model, ToOneLink
 from .lookups import ListLookup, Lookup, LookupTables, ScalarLookup, ToOneLookup
 from .units import Measurement, UnitError, convert
 
-__all__ = ["NONE_IN_EXCLUDE", "Selection", "compile_selection"]
+__all__ = [
+    "MAX_IN_VALUES",
+    "NONE_IN_EXCLUDE",
+    "Selection",
+    "compile_selection",
+    "storable_id",
+]
 
 NONE_IN_EXCLUDE = "`none` relation filters are not supported inside `exclude` inputs."
+# Values one ``_In`` filter may list (Django's DATA_UPLOAD_MAX_NUMBER_FIELDS is the same); each is
+# an SQL parameter, and SQLite takes only so many per statement.
+MAX_IN_VALUES = 1000
 
 _COMPARE = {"exact": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+# SQLite keeps integers in 64 bits: an id outside them belongs to no row.
+_ID_RANGE = range(-(2**63), 2**63)
+_NO_ROW = object()  # an id value that no row can have
 
 
 @dataclass
@@ -69,8 +81,15 @@ def compile_selection(
 def _order(tables: LookupTables, model: Model, order_by: Sequence[Mapping[str, object]]) -> str:
     keys = tables.orders(model)
     terms = []
+    # A field repeated later cannot change the order (the first term decides every tie it
+    # could), so each field counts once and the statement stays within SQLite's term limit.
+    seen: set[str] = set()
     for term in order_by:
-        key = keys[str(term["field"])]
+        field_name = str(term["field"])
+        if field_name in seen:
+            continue
+        seen.add(field_name)
+        key = keys[field_name]
         direction = "DESC" if term.get("direction") == "DESC" else "ASC"
         if key.via is None:
             expression = f't0."{key.column}"'
@@ -121,10 +140,20 @@ class _Compiler:
                 return f"{column} IS NULL"
             raise GraphQLError(f'Filter "{lookup.label}" does not accept null.')
         if lookup.op == "in":
-            items = [_param(lookup, item) for item in _as_list(value) if item is not None]
+            values = _as_list(value)
+            if len(values) > MAX_IN_VALUES:
+                raise GraphQLError(
+                    f'Filter "{lookup.label}" takes at most {MAX_IN_VALUES} values, '
+                    f"got {len(values)}.",
+                    extensions={"code": "BAD_USER_INPUT"},
+                )
+            items = [_param(lookup, item) for item in values if item is not None]
+            items = [item for item in items if item is not _NO_ROW]
             self.params.extend(items)
             return f"{column} IN ({', '.join('?' * len(items))})" if items else "0"
         param = _param(lookup, value)
+        if param is _NO_ROW:
+            return "0"
         if lookup.op in _COMPARE:
             self.params.append(param)
             return f"{column} {_COMPARE[lookup.op]} ?"
@@ -180,11 +209,13 @@ def _param(lookup: ScalarLookup, value: object) -> object:
     """The SQL parameter for one filter value, in the column's storage form."""
     if lookup.kind == "id" and lookup.op in ("exact", "in"):
         try:
-            return int(str(value))
+            number = int(str(value))
         except ValueError:
             raise GraphQLError(
                 f'Filter "{lookup.label}" expects an integer id, got "{value}".'
             ) from None
+        # Like Django 5 on an out-of-range integer: such an id matches nothing.
+        return number if storable_id(number) else _NO_ROW
     if isinstance(value, Measurement):
         try:
             return convert(value.value, value.unit, lookup.unit or value.unit)
@@ -193,6 +224,11 @@ def _param(lookup: ScalarLookup, value: object) -> object:
     if isinstance(value, datetime.date):
         return value.isoformat()
     return value
+
+
+def storable_id(number: int) -> bool:
+    """Whether ``number`` fits an SQLite integer column (otherwise no row can have it)."""
+    return number in _ID_RANGE
 
 
 def _as_list(value: object) -> list[object]:

@@ -10,14 +10,23 @@ from __future__ import annotations
 import datetime
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
+
+from graphql import GraphQLError
 
 from .catalog import Catalog, Column, ListLink, Model
 from .spec import ToMany, ToOne
-from .sql import Selection
+from .sql import Selection, storable_id
 
-__all__ = ["Row", "Store"]
+__all__ = ["DATABASE_ERROR", "Row", "Store"]
+
+# What a client hears when SQLite refuses a statement: its own words name the engine and its limits,
+# which a GeneralManager server (on another database) would never say.
+DATABASE_ERROR = "The request could not be carried out."
+# Ids per ``IN (...)`` look-up: far below SQLite's limit on parameters per statement.
+_ID_CHUNK = 500
 
 Row = dict[str, Any]
 """One table row keyed by SQL column name (``id``, ``unit_price``, ``material_id``)."""
@@ -44,6 +53,17 @@ class Store:
         self.connection = connection
         self.lock = threading.RLock()
 
+    @contextmanager
+    def _database(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; a database failure becomes a GraphQL error."""
+        with self.lock:
+            try:
+                yield self.connection
+            except (sqlite3.Error, OverflowError) as error:
+                raise GraphQLError(
+                    DATABASE_ERROR, extensions={"code": "INTERNAL_SERVER_ERROR"}
+                ) from error
+
     def create_and_seed(self) -> None:
         """Create every table and insert the spec's rows; :class:`ValueError` on bad seed data."""
         known_ids = {
@@ -67,11 +87,9 @@ class Store:
     ) -> tuple[int, list[Row]]:
         """The total number of matching rows and the rows of one ordered slice."""
         base = f'FROM "{model.table}" t0 WHERE {selection.where}'
-        with self.lock:
-            (total,) = self.connection.execute(
-                f"SELECT COUNT(*) {base}", selection.params
-            ).fetchone()
-            cursor = self.connection.execute(
+        with self._database() as connection:
+            (total,) = connection.execute(f"SELECT COUNT(*) {base}", selection.params).fetchone()
+            cursor = connection.execute(
                 f"SELECT t0.* {base} ORDER BY {selection.order} LIMIT ? OFFSET ?",
                 [*selection.params, limit, offset],
             )
@@ -79,32 +97,32 @@ class Store:
 
     def get(self, model: Model, row_id: int | None) -> Row | None:
         """The row with ``row_id``, or ``None``."""
-        if row_id is None:
+        if row_id is None or not storable_id(row_id):
             return None
-        with self.lock:
-            cursor = self.connection.execute(
-                f'SELECT * FROM "{model.table}" WHERE id = ?', [row_id]
-            )
+        with self._database() as connection:
+            cursor = connection.execute(f'SELECT * FROM "{model.table}" WHERE id = ?', [row_id])
             rows = _rows(cursor)
         return rows[0] if rows else None
 
     def missing(self, model: Model, ids: Iterable[int]) -> list[int]:
         """Those of ``ids`` that have no row, in the given order."""
         wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        marks = ", ".join("?" * len(wanted))
-        with self.lock:
-            cursor = self.connection.execute(
-                f'SELECT id FROM "{model.table}" WHERE id IN ({marks})', wanted
-            )
-            found = {row[0] for row in cursor}
+        storable = [row_id for row_id in wanted if storable_id(row_id)]
+        found: set[int] = set()
+        with self._database() as connection:
+            for start in range(0, len(storable), _ID_CHUNK):
+                chunk = storable[start : start + _ID_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                cursor = connection.execute(
+                    f'SELECT id FROM "{model.table}" WHERE id IN ({marks})', chunk
+                )
+                found.update(row[0] for row in cursor)
         return [row_id for row_id in wanted if row_id not in found]
 
     def next_id(self, model: Model) -> int:
         """The id a new row gets: one more than the largest id so far."""
-        with self.lock:
-            (top,) = self.connection.execute(f'SELECT MAX(id) FROM "{model.table}"').fetchone()
+        with self._database() as connection:
+            (top,) = connection.execute(f'SELECT MAX(id) FROM "{model.table}"').fetchone()
         return int(top or 0) + 1
 
     def write(
@@ -118,7 +136,7 @@ class Store:
     ) -> None:
         """Insert or update one row and replace the given many-to-many lists, atomically."""
         columns = list(values)
-        with self.lock, self.connection:
+        with self._database(), self.connection:
             if insert:
                 names = ", ".join(f'"{column}"' for column in ["id", *columns])
                 marks = ", ".join("?" * (len(columns) + 1))
@@ -141,7 +159,7 @@ class Store:
 
     def delete(self, model: Model, row_id: int) -> None:
         """Delete one row; references to it become NULL and its list entries disappear."""
-        with self.lock, self.connection:
+        with self._database(), self.connection:
             self.connection.execute(f'DELETE FROM "{model.table}" WHERE id = ?', [row_id])
 
 

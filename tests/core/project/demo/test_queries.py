@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gmchat_nb.core.project.demo import DemoBackend
+from gmchat_nb.core.project.demo import DemoBackend, build_demo, inventory_spec
 
 from .helpers import data, error, names
 
@@ -405,3 +405,32 @@ def test_measurement_target_unit(inventory: DemoBackend) -> None:
     message = error(inventory, '{ part(id: "3") { unitPrice(targetUnit: "GBP") { value } } }')
     assert '"GBP"' in message["message"]
     assert message["path"] == ["part", "unitPrice"]
+
+
+def test_repeated_order_fields_count_once(inventory: DemoBackend) -> None:
+    once = names(inventory, "partList", "orderBy: [{field: name, direction: DESC}]")
+    terms = ", ".join(["{field: name, direction: DESC}", *["{field: name}"] * 2500])
+    assert names(inventory, "partList", f"orderBy: [{terms}]") == once
+
+
+def test_an_id_beyond_64_bits_belongs_to_no_row(inventory: DemoBackend) -> None:
+    huge = str(10**30)
+    assert names(inventory, "partList", f'filter: {{id: "{huge}"}}') == []
+    assert names(inventory, "partList", f'filter: {{id_In: ["{huge}", "3"]}}') == ["Gear"]
+    failed = error(inventory, f'mutation {{ updatePart(id: "{huge}", quantity: 1) {{ success }} }}')
+    assert failed["message"] == "Part matching query does not exist."
+
+
+def test_in_filters_take_at_most_a_thousand_values(inventory: DemoBackend) -> None:
+    ids = ", ".join(f'"{n}"' for n in range(1, 1002))
+    failed = error(inventory, f"{{ partList(filter: {{id_In: [{ids}]}}) {{ items {{ id }} }} }}")
+    assert failed["message"] == 'Filter "id_In" takes at most 1000 values, got 1001.'
+    assert failed["extensions"] == {"code": "BAD_USER_INPUT"}
+
+
+def test_a_database_failure_reaches_the_client_as_a_plain_error() -> None:
+    backend = build_demo(inventory_spec())
+    backend.close()  # the database went away under a running server
+    failed = error(backend, "{ partList { items { name } } }")
+    assert failed["message"] == "The request could not be carried out."
+    assert failed["extensions"] == {"code": "INTERNAL_SERVER_ERROR"}

@@ -77,6 +77,42 @@ async def test_graphql_errors_keep_http_200_and_extensions(server: str) -> None:
     assert "nope" in body["errors"][0]["message"]
 
 
+async def test_no_database_text_reaches_a_client(server: str) -> None:
+    """Input SQLite cannot take gets GeneralManager-shaped answers, never SQLite's own words."""
+    huge = str(10**30)
+    order = ", ".join(["{field: quantity, direction: DESC}", *["{field: name}"] * 2000])
+    requests = [
+        f"{{ partList(pageSize: 1, orderBy: [{order}]) {{ items {{ name }} }} }}",
+        f'{{ partList(filter: {{id: "{huge}"}}) {{ items {{ name }} pageInfo {{ totalCount }} }} }}',
+        f'mutation {{ updatePart(id: "{huge}", quantity: 1) {{ success }} }}',
+        f'mutation {{ createProject(name: "X", partsList: ["{huge}"]) {{ success }} }}',
+    ]
+    bodies = [(await _post(server, {"query": query}))[1] for query in requests]
+    ids = list(range(1, 40_001))
+    status, too_many = await _post(
+        server,
+        {
+            "query": "query Q($ids: [ID]) { partList(filter: {id_In: $ids}) { items { id } } }",
+            "variables": {"ids": ids},
+        },
+    )
+    assert status == 200
+    assert bodies[0] == {"data": {"partList": {"items": [{"name": "Nylon Washer"}]}}}
+    assert bodies[1]["data"] == {"partList": {"items": [], "pageInfo": {"totalCount": 0}}}
+    assert bodies[2]["errors"][0]["extensions"] == {"code": "NOT_FOUND"}
+    assert bodies[3]["errors"][0]["extensions"] == {
+        "code": "BAD_USER_INPUT",
+        "fieldErrors": {"parts": [f"Part with id {huge} does not exist."]},
+        "nonFieldErrors": [],
+    }
+    assert (
+        too_many["errors"][0]["message"] == 'Filter "id_In" takes at most 1000 values, got 40000.'
+    )
+    assert too_many["errors"][0]["extensions"] == {"code": "BAD_USER_INPUT"}
+    text = json.dumps([*bodies, too_many]).lower()
+    assert "sqlite" not in text and "python int" not in text and "sql variables" not in text
+
+
 async def test_introspection_round_trip(server: str, inventory: DemoBackend) -> None:
     status, body = await _post(server, {"query": get_introspection_query(descriptions=True)})
     assert status == 200 and "errors" not in body
