@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/server.py            # ~20 s
+    .venv/bin/python bench/server.py            # ~1 minute
     .venv/bin/python bench/server.py --quick    # a smoke run
+    .venv/bin/python bench/server.py --limiter  # + 10,000 turns with the rate limiter on and off
 
 Each turn is the "small" workload of ``bench/turn.py`` (two queries in one provider response,
 then the answer) with a zero-latency scripted provider over the in-process inventory demo, in a
@@ -16,6 +17,11 @@ Responsiveness: a second server with the offline provider answers 64 KiB questio
 WebSocket, the largest a client may send) while another client polls ``/api/status``; the status
 latencies are compared with the same server's idle ones, measured in the same run. Chat turns run
 on the extension's engine thread, so a busy turn must not hold up the server's own loop.
+
+``--limiter``: two servers, one with request and token budgets that never refuse (so every check
+runs) and one with no budgets, take 20 concurrent clients' turns in alternating blocks of 500
+until each has served 10,000; turns/s of the first and last blocks show whether the limiter's
+cost grows with its history (it counts every turn of the last hour).
 """
 
 from __future__ import annotations
@@ -49,10 +55,13 @@ GM = {"post": 460.0, "first": 160.0, "throughput": 2.0, "rss": 120.0}
 TARGET = {"post": 20.0, "first": 5.0, "throughput": 50.0}
 
 
-def start_server(tmp: Path, provider: str | None = None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    tmp: Path, provider: str | None = None, rate_limit: dict[str, Any] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """`jupyter server` with gmchat configured for the benchmark; returns (process, chat URL).
 
-    The provider is the zero-latency scripted "small" workload unless one is named."""
+    The provider is the zero-latency scripted "small" workload unless one is named; no rate
+    limit unless one is given."""
     script = tmp / "rounds.yaml"
     script.write_text(yaml.safe_dump(rounds(WORKLOADS["small"])))
     config = {
@@ -61,7 +70,7 @@ def start_server(tmp: Path, provider: str | None = None) -> tuple[subprocess.Pop
             "provider": provider or f"scripted:{script}",
             "project": "demo",
             "store": str(tmp / "chat.sqlite3"),
-            "chat_settings": {"rate_limit": {"requests": None}},
+            "chat_settings": {"rate_limit": rate_limit or {"requests": None}},
         },
     }
     (tmp / "config").mkdir()
@@ -266,9 +275,70 @@ def print_responsiveness(latencies: dict[str, list[float]]) -> None:
         )
 
 
+LIMITER_ON = {"requests": 10**9, "tokens": 10**12}
+LIMITER_BLOCK = 500
+
+
+async def turns_per_second(url: str, turns: int, clients: int) -> float:
+    """Throughput of ``turns`` turns (each in a new conversation) from concurrent clients."""
+
+    async def worker(count: int) -> None:
+        async with httpx.AsyncClient(timeout=60) as client:
+            for _ in range(count):
+                cid = await new_conversation(client, url)
+                body = {"text": QUESTION, "conversation_id": cid}
+                response = await client.post(url, json=body, headers=AUTH)
+                assert response.json()["events"][-1]["type"] == "done", response.text
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(turns // clients) for _ in range(clients)))
+    return (turns // clients * clients) / (time.perf_counter() - start)
+
+
+async def limiter_blocks(on_url: str, off_url: str, total: int) -> list[tuple[float, float]]:
+    """(on, off) turns/s per block, alternating which server goes first."""
+    blocks = []
+    for number in range(total // LIMITER_BLOCK):
+        order = [(on_url, 0), (off_url, 1)] if number % 2 == 0 else [(off_url, 1), (on_url, 0)]
+        pair = [0.0, 0.0]
+        for url, slot in order:
+            pair[slot] = await turns_per_second(url, LIMITER_BLOCK, 20)
+        blocks.append((pair[0], pair[1]))
+        print(f"block {number + 1}: on {pair[0]:.0f}, off {pair[1]:.0f} turns/s", file=sys.stderr)
+    return blocks
+
+
+def print_limiter(blocks: list[tuple[float, float]]) -> None:
+    edge = max(1, len(blocks) // 5)
+    print("\nRate limiter on (budgets that never refuse) vs off, 20 clients, blocks of 500 turns\n")
+    print("| turns served by each server | limiter on | limiter off | on / off |")
+    print("|---|---:|---:|---:|")
+    for label, part in (
+        (f"first {edge * LIMITER_BLOCK:,}", blocks[:edge]),
+        (f"last {edge * LIMITER_BLOCK:,} (of {len(blocks) * LIMITER_BLOCK:,})", blocks[-edge:]),
+    ):
+        on = statistics.median(b[0] for b in part)
+        off = statistics.median(b[1] for b in part)
+        ratio = statistics.median(b[0] / b[1] for b in part)
+        print(f"| {label} | {on:.0f} turns/s | {off:.0f} turns/s | {ratio:.2f} |")
+
+
+def limiter_run(total: int) -> list[tuple[float, float]]:
+    with tempfile.TemporaryDirectory() as on_dir, tempfile.TemporaryDirectory() as off_dir:
+        on, on_url = start_server(Path(on_dir), rate_limit=LIMITER_ON)
+        off, off_url = start_server(Path(off_dir))
+        try:
+            return asyncio.run(limiter_blocks(on_url, off_url, total))
+        finally:
+            for process in (on, off):
+                process.terminate()
+                process.wait(timeout=15)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument("--limiter", action="store_true", help="also 10,000 turns, limiter on/off")
     args = parser.parse_args()
     runs = 10 if args.quick else 60
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
@@ -308,6 +378,8 @@ def main() -> None:
     print(f"| raw GraphQL (same queries, direct) | {raw:.2f} ms | | |")
     print(f"| POST turn / raw GraphQL | {result['post'] / raw:.1f}x | | |")
     print_responsiveness(latencies)
+    if args.limiter:
+        print_limiter(limiter_run(1_000 if args.quick else 10_000))
     print(f"\nload average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -53,6 +53,7 @@ __all__ = ["HOOK_NAMES", "Actor", "ChatSession", "Hooks"]
 log = logging.getLogger(__name__)
 
 HOOK_NAMES = ("message_received", "tool_called", "mutation_executed", "error")
+TITLE_LENGTH = 120
 SUMMARY_INSTRUCTIONS = (
     "Summarise this earlier part of a conversation about a project's data in a few sentences. "
     "Keep the facts found (names, numbers), what the user wanted, which tools gave which "
@@ -672,8 +673,10 @@ def _message_dict(message: Message) -> dict[str, Any]:
 
 
 def _title(text: str) -> str:
-    words = text.split()
-    return " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+    """The first eight words of the first question, at most 120 characters."""
+    words = text[:2000].split()
+    title = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
+    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
 
 
 def _window_start(stored: list[StoredMessage], summarize_after: int, max_recent: int) -> int:

@@ -12,6 +12,7 @@ message that says what was wrong); everything else happens on the runtime's engi
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -35,12 +36,15 @@ __all__ = [
 ]
 
 AUTH_RESOURCE = "gmchat"
+UNAVAILABLE = "The chat is not available right now; the server's log says why."
 UNKNOWN_CONVERSATION = "No conversation with that id belongs to you."
 BUSY = Refused(409, "turn_in_progress", "A turn of this conversation is already running.")
 NO_PENDING_CONFIRMATION = (
     "None of your conversations has a pending confirmation with that id: it is unknown, was "
     "already decided, or expired."
 )
+
+log = logging.getLogger(__name__)
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -98,11 +102,15 @@ class GMChatHandler(APIHandler):
         self.finish(json.dumps({"events": [event.to_dict()], "answer": ""}))
 
     async def session_for(self, conversation_id: str | None) -> ChatSession:
-        """A session for the request's conversation; a foreign or unknown id is a 404."""
+        """A session for the request's conversation; a foreign or unknown id is a 404, a project
+        that cannot be connected or configured a 503 (the reason goes to the server log)."""
         try:
             return await self.runtime.session(self.actor, conversation_id)
         except KeyError:
             raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        except Exception:
+            log.exception("gmchat could not open a chat session")
+            raise Refused(503, "chat_error", UNAVAILABLE) from None
 
     async def collect(self, session: ChatSession, run: TurnRun) -> None:
         """Drain a turn into the ``{events, answer, conversation_id}`` envelope."""

@@ -92,6 +92,9 @@ class ChatRuntime:
             recover(self.store, now=time.time())
         except Exception:  # a store that cannot be recovered still serves new turns
             log.exception("could not close the chat turns a previous server left open")
+        # Connect now, so a project that cannot be reached or does not fit the settings is in the
+        # log at start-up; requests connect again if this failed (a server that came up later).
+        self.engine.submit(self._connect()).add_done_callback(_log_connect_failure)
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -336,6 +339,11 @@ class TurnRun:
     def cancel(self) -> None:
         """Stop the turn (its provider call is cancelled with it)."""
         self._future.cancel()
+
+
+def _log_connect_failure(future: concurrent.futures.Future[Project]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("gmchat could not connect its project: %s", future.exception())
 
 
 def _resolve_permission(value: Callable[..., Any] | str | None) -> Callable[..., Any] | None:

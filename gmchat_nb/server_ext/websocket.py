@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 from urllib.parse import urlparse
 
@@ -33,13 +34,16 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.events import ChatEvent, error_event
 from ..core.session import ChatSession
-from .handlers import AUTH_RESOURCE, NO_PENDING_CONFIRMATION, UNKNOWN_CONVERSATION
+from .handlers import AUTH_RESOURCE, NO_PENDING_CONFIRMATION, UNAVAILABLE, UNKNOWN_CONVERSATION
 from .requests import Refused, decode_object, optional_string, required_string
 from .sessions import ChatRuntime, TurnBusy, TurnRun
 
 __all__ = ["ChatSocket"]
 
+log = logging.getLogger(__name__)
+
 CLOSE_FORBIDDEN = 4403
+CLOSE_STARTUP_FAILED = 1011
 OVERSIZE_FACTOR = 4
 
 
@@ -186,6 +190,10 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self._session = await self.runtime.session(self._actor, conversation_id)
         except KeyError:
             raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        except Exception:  # the project cannot be connected or configured: the contract's 1011
+            log.exception("gmchat could not open a chat session")
+            self.close(CLOSE_STARTUP_FAILED, "The chat is not available right now.")
+            raise Refused(503, "chat_error", UNAVAILABLE) from None
         return self._session
 
     def _turn_running(self) -> bool:

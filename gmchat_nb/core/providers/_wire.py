@@ -37,6 +37,8 @@ def decode_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     except json.JSONDecodeError as error:
         preview = raw if len(raw) <= 80 else raw[:77] + "..."
         return {}, f"the arguments are not valid JSON ({error.msg} at {error.pos}): {preview}"
+    except RecursionError:
+        return {}, "the arguments nest JSON too deeply to read"
     if not isinstance(decoded, dict):
         return {}, f"the arguments must be a JSON object, got {type(decoded).__name__}"
     return decoded, None

@@ -17,13 +17,13 @@ with this server-side message) and ``done: false`` (end the stream without a Don
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
+from ._wire import decode_arguments
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -130,25 +130,11 @@ class ScriptedProvider(BaseLLMProvider):
         events.extend(TextChunkEvent(str(chunk)) for chunk in chunks or [])
         for call in script.get("tool_calls") or []:
             self._call_number += 1
-            args = call.get("args", {})
-            if isinstance(args, str):  # a script may give raw (even broken) argument JSON
-                try:
-                    args = json.loads(args)
-                except ValueError as error:
-                    events.append(
-                        ToolCallEvent(
-                            str(call.get("id") or f"call-{self._call_number}"),
-                            call["name"],
-                            {},
-                            error=f"the arguments are not valid JSON: {error}",
-                        )
-                    )
-                    continue
-            events.append(
-                ToolCallEvent(
-                    str(call.get("id") or f"call-{self._call_number}"), call["name"], args
-                )
-            )
+            # A script may give raw (even broken) argument JSON; read it as the vendor adapters
+            # read a model's, so anything but an object is a tool error the model sees.
+            args, error = decode_arguments(call.get("args", {}))
+            call_id = str(call.get("id") or f"call-{self._call_number}")
+            events.append(ToolCallEvent(call_id, call["name"], args, error=error))
         if script.get("done", True):
             usage = script.get("usage") or {}
             finish = script.get("finish_reason") or (
