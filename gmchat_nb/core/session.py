@@ -15,6 +15,7 @@ import getpass
 import importlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -167,16 +168,8 @@ class ChatSession:
         self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
         self._mutations = tuple(allowed)
-        self._tools = [
-            ToolDefinition.from_dict(tool)
-            for tool in project.tool_definitions(settings.tool_strategy)
-            if tool["name"] != "mutate" or allowed
-        ]
-        self._system_prompt = build_system_prompt(
-            project.index,
-            developer_instructions=settings.system_prompt,
-            mutations=self._mutations,
-        )
+        tools, self._system_prompt = _offer(project, settings, self._mutations)
+        self._tools = list(tools)
 
     # -- public --------------------------------------------------------------------------------
 
@@ -670,6 +663,34 @@ def _message_dict(message: Message) -> dict[str, Any]:
         "tool_name": message.tool_name,
         "tool_result": message.tool_result,
     }
+
+
+# What a session offers the model depends only on the project and three settings, and building it
+# (the tool schemas copied, the prompt written from the index) cost more than a small turn's
+# queries; the server opens a session per request. Shared read-only: providers never change them.
+_OFFERS: weakref.WeakKeyDictionary[
+    Project, dict[tuple[Any, ...], tuple[tuple[ToolDefinition, ...], str]]
+] = weakref.WeakKeyDictionary()
+
+
+def _offer(
+    project: Project, settings: ChatSettings, mutations: tuple[str, ...]
+) -> tuple[tuple[ToolDefinition, ...], str]:
+    """The tools and the system prompt for ``project`` under these settings (built once)."""
+    key = (settings.tool_strategy, settings.system_prompt, mutations)
+    offers = _OFFERS.setdefault(project, {})
+    offer = offers.get(key)
+    if offer is None:
+        tools = tuple(
+            ToolDefinition.from_dict(tool)
+            for tool in project.tool_definitions(settings.tool_strategy)
+            if tool["name"] != "mutate" or mutations
+        )
+        prompt = build_system_prompt(
+            project.index, developer_instructions=settings.system_prompt, mutations=mutations
+        )
+        offer = offers[key] = (tools, prompt)
+    return offer
 
 
 def _title(text: str) -> str:

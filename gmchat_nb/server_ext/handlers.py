@@ -131,17 +131,24 @@ class GMChatHandler(APIHandler):
             )
             session = await self.session_for(conversation_id)
             events = session.run_turn(text, transport=transport)
-            return session, self.start(session, events, suspends=transport == "sse")
+            streaming = transport != "http"  # plain HTTP answers once, at the end
+            return session, self.start(
+                session, events, suspends=transport == "sse", streaming=streaming
+            )
         except Refused as refused:
             self.refuse(refused)
         except TurnBusy:
             self.refuse(BUSY)
         return None
 
-    def start(self, session: ChatSession, events: Any, *, suspends: bool = False) -> TurnRun:
+    def start(
+        self, session: ChatSession, events: Any, *, suspends: bool = False, streaming: bool = True
+    ) -> TurnRun:
         """Start the turn on the engine; TurnBusy when the conversation already runs one."""
         assert session.conversation_id is not None
-        return self.runtime.start(session.conversation_id, events, suspends=suspends)
+        return self.runtime.start(
+            session.conversation_id, events, suspends=suspends, streaming=streaming
+        )
 
     def on_connection_close(self) -> None:
         """A client that went away cancels its turn (and the provider call in it)."""
@@ -211,7 +218,7 @@ class ConfirmHandler(GMChatHandler):
         events = session.resume(
             confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
         )
-        return session, self.start(session, events, suspends=True)
+        return session, self.start(session, events, suspends=True, streaming=False)
 
 
 class ConversationsHandler(GMChatHandler):

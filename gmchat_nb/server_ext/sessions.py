@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -213,15 +213,21 @@ class ChatRuntime:
             return [cid for cid, run in self._running.items() if not run.done()]
 
     def start(
-        self, conversation_id: str, events: AsyncIterator[ChatEvent], *, suspends: bool = False
+        self,
+        conversation_id: str,
+        events: AsyncIterator[ChatEvent],
+        *,
+        suspends: bool = False,
+        streaming: bool = True,
     ) -> TurnRun:
         """Run a turn's events on the engine, delivered to the calling loop (TurnBusy if one
-        runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE)."""
+        runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE);
+        ``streaming=False``: the caller wants the events only at the end (plain HTTP)."""
         with self._running_lock:
             current = self._running.get(conversation_id)
             if current is not None and not current.done():
                 raise TurnBusy(conversation_id)
-            run = TurnRun(self.engine, events, suspends=suspends)
+            run = TurnRun(self.engine, events, suspends=suspends, streaming=streaming)
             self._running[conversation_id] = run
         run.when_done(lambda: self._forget(conversation_id, run))
         return run
@@ -285,12 +291,26 @@ class TurnRun:
     """
 
     def __init__(
-        self, engine: Engine, events: AsyncIterator[ChatEvent], *, suspends: bool = False
+        self,
+        engine: Engine,
+        events: AsyncIterator[ChatEvent],
+        *,
+        suspends: bool = False,
+        streaming: bool = True,
     ) -> None:
         self._loop = asyncio.get_running_loop()  # the transport's loop
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        # Filled on the engine's thread, drained on the transport's loop: the first event at once
+        # (time to first event is what a user feels), later ones one wake-up per burst — sent
+        # when the turn next waits — not one per event (each wake-up is a GIL hand-over).
+        self._inbox: deque[Any] = deque()
+        self._inbox_lock = threading.Lock()
+        self._wake_pending = False
+        self._streaming = streaming
         self._final = FINAL_EVENTS | ({"confirm_mutation"} if suspends else set())
         self._ended = False
+        self._engine_loop = engine.loop
+        self._woken_once = False
         self._future: concurrent.futures.Future[None] = engine.submit(self._pump(events))
 
     async def _pump(self, events: AsyncIterator[ChatEvent]) -> None:
@@ -302,9 +322,10 @@ class TurnRun:
                 delivery = Delivery.of(event)
                 if event.type in self._final:
                     self._ended = True  # before the client can see it
-                self._deliver(delivery)
-                if self._ended:
+                    self._deliver(delivery, wake=False)
                     self._deliver(_DONE)
+                else:
+                    self._deliver(delivery, wake=self._streaming)
         except Exception as error:
             self._deliver(_Failed(error))
             raise
@@ -313,9 +334,29 @@ class TurnRun:
                 self._ended = True
                 self._deliver(_DONE)
 
-    def _deliver(self, item: Any) -> None:
+    def _deliver(self, item: Any, *, wake: bool = True) -> None:
+        with self._inbox_lock:
+            self._inbox.append(item)
+            if self._wake_pending or not wake:
+                return
+            self._wake_pending = True
+        if self._woken_once:
+            self._engine_loop.call_soon(self._wake)  # after the turn's current step
+        else:
+            self._woken_once = True
+            self._wake()
+
+    def _wake(self) -> None:
         with contextlib.suppress(RuntimeError):  # the transport's loop has closed
-            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
+            self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        with self._inbox_lock:
+            items = list(self._inbox)
+            self._inbox.clear()
+            self._wake_pending = False
+        for item in items:
+            self.queue.put_nowait(item)
 
     async def next(self, timeout: float | None = None) -> Delivery | None:
         """The next event, ``None`` at the end; TimeoutError after ``timeout`` of silence."""
