@@ -6,38 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
-from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.core.store import ChatStore
 
 from ..graphql_server import graphql_server
+from .conftest import chat_with
 
 TERMINAL = ("done", "error")
 QUERY_PARTS = {"name": "query", "args": {"manager": "Part", "fields": ["name"], "limit": 2}}
 
 
-def chat_with(rounds: list[dict[str, Any]], **settings: Any) -> tuple[Chat, ScriptedProvider]:
-    provider = ScriptedProvider({"rounds": rounds})
-    settings.setdefault("store", ":memory:")
-    return Chat(provider=provider, **settings), provider
-
-
 def terminals(events: list[dict[str, Any]]) -> list[str]:
     return [e.get("code", e["type"]) for e in events if e["type"] in TERMINAL]
-
-
-@pytest.fixture
-async def closing() -> AsyncIterator[list[Chat]]:
-    chats: list[Chat] = []
-    yield chats
-    for chat in chats:
-        await chat.aclose()
 
 
 # -- lone surrogates in the model's own text -----------------------------------------------------

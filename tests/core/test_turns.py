@@ -14,26 +14,14 @@ from gmchat_nb.core.events import ConfirmMutation
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.core.session import Actor
 
+from .conftest import chat_with
+
 WRITES = ["createPart", "updatePart", "deletePart"]
 QUERY_PARTS = {"name": "query", "args": {"manager": "Part", "fields": ["name"], "limit": 3}}
 
 
-def chat_with(rounds: list[dict[str, Any]], **settings: Any) -> tuple[Chat, ScriptedProvider]:
-    provider = ScriptedProvider({"rounds": rounds, **settings.pop("provider_config", {})})
-    settings.setdefault("store", ":memory:")
-    return Chat(provider=provider, **settings), provider
-
-
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [event["type"] for event in events]
-
-
-@pytest.fixture
-async def closing() -> AsyncIterator[list[Chat]]:
-    chats: list[Chat] = []
-    yield chats
-    for chat in chats:
-        await chat.aclose()
 
 
 async def ask(

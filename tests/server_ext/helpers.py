@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -54,3 +55,25 @@ def sse_events(chunks: list[bytes]) -> list[dict[str, Any]]:
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [event["type"] for event in events]
+
+
+# -- WebSocket (tornado's client, as pytest-jupyter's jp_ws_fetch gives it) --------------------
+
+
+async def send(ws: Any, payload: Any) -> None:
+    await ws.write_message(payload if isinstance(payload, str) else json.dumps(payload))
+
+
+async def read(ws: Any) -> dict[str, Any]:
+    message = await asyncio.wait_for(ws.read_message(), 5)
+    assert message is not None, f"closed with {ws.close_code}"
+    return json.loads(message)  # type: ignore[no-any-return]
+
+
+async def read_turn(ws: Any, until: str = "done") -> list[dict[str, Any]]:
+    events = []
+    while True:
+        event = await read(ws)
+        events.append(event)
+        if event["type"] in (until, "done", "error"):
+            return events

@@ -13,28 +13,11 @@ import pytest
 
 from . import hooks
 from .conftest import CREATE, WRITES
-from .helpers import call, runtime, sse_events, types
+from .helpers import call, read, read_turn, runtime, send, sse_events, types
 
 DEEP = "[" * 20_000 + "]" * 20_000  # 40,000 bytes: under the size limit, past any recursion
 SHALLOW_BUT_TOO_DEEP = '{"text": "hi", "x": ' + "[" * 40 + "]" * 40 + "}"
 ROUTES = [("", "bad_message"), ("stream/", "bad_message"), ("confirm/", "bad_event")]
-
-
-async def send(ws: Any, payload: Any) -> None:
-    await ws.write_message(payload if isinstance(payload, str) else json.dumps(payload))
-
-
-async def read(ws: Any) -> dict[str, Any]:
-    message = await asyncio.wait_for(ws.read_message(), 5)
-    assert message is not None, f"closed with {ws.close_code}"
-    return json.loads(message)  # type: ignore[no-any-return]
-
-
-async def read_turn(ws: Any) -> list[dict[str, Any]]:
-    events = [await read(ws)]
-    while events[-1]["type"] not in ("done", "error"):
-        events.append(await read(ws))
-    return events
 
 
 def nothing_stored(jp_serverapp: Any) -> bool:

@@ -3,35 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
 from tornado.httpclient import HTTPClientError
 
 from .conftest import CREATE, WRITES
-from .helpers import runtime, spring_count, types
+from .helpers import read, read_turn, runtime, send, spring_count, types
 
 CONFIRMING = {"allowed_mutations": WRITES, "confirm_mutations": ["createPart"]}
-
-
-async def send(ws: Any, payload: Any) -> None:
-    await ws.write_message(payload if isinstance(payload, str) else json.dumps(payload))
-
-
-async def read(ws: Any) -> dict[str, Any]:
-    message = await asyncio.wait_for(ws.read_message(), 5)
-    assert message is not None, f"closed with {ws.close_code}"
-    return json.loads(message)  # type: ignore[no-any-return]
-
-
-async def read_turn(ws: Any, until: str = "done") -> list[dict[str, Any]]:
-    events = []
-    while True:
-        event = await read(ws)
-        events.append(event)
-        if event["type"] in (until, "done", "error"):
-            return events
 
 
 async def test_a_message_streams_a_turn(jp_ws_fetch: Any) -> None:
