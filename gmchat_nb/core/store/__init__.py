@@ -1,0 +1,69 @@
+"""SQLite persistence for conversations: messages, summaries, turns, confirmations, the event
+journal and usage counters.
+
+One :class:`ChatStore` owns one ``sqlite3`` connection. Every statement runs under a lock, so a
+store can be shared by the kernel's threads and a server's executor; two stores on the same file
+(two processes) are safe too because every write is one ``BEGIN IMMEDIATE`` transaction and the
+one decision that must never be made twice — claiming a mutation confirmation — is a single
+conditional ``UPDATE``. Files use WAL mode so readers never block the writer.
+
+Unlike GeneralManager's single rolling conversation per user, conversations have ids, and a failed
+turn's dangling messages can be removed (:meth:`ChatStore.delete_messages`).
+
+The package is split by table, one module a job:
+
+- :mod:`.schema` — the tables and the schema version; :mod:`.database` — the connection, its lock
+  and transactions (:class:`~.database.Database`); :mod:`.records` — the values handed out;
+- :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
+  :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table.
+
+:class:`ChatStore` is one class composed of those per-table mixins (each a
+:class:`~.database.Database`) rather than a facade that delegates to per-table objects, because
+the store's promises span tables inside *one* transaction: recording a turn writes its messages,
+events and lifecycle row together; claiming a confirmation marks its turn running; closing a turn
+moves its confirmations. Every mixin therefore shares the one connection, lock and ``_write``
+transaction, and the cross-table writes call the owning module's statement helpers (for example
+:func:`~.turns.set_turn_state`) on the transaction they are in. Delegation would have repeated
+every public signature a second time for no gain in isolation.
+"""
+
+from __future__ import annotations
+
+from .confirmations import Confirmations
+from .conversations import Conversations
+from .journal import EventJournal
+from .messages import Messages
+from .records import (
+    CONFIRMATION_STATES,
+    TURN_STATES,
+    ConfirmationRecord,
+    ConversationRecord,
+    StoredMessage,
+    TurnRecord,
+)
+from .retention import Retention
+from .schema import SCHEMA_VERSION, StoreVersionError
+from .turns import Turns
+from .usage import UsageCounters
+
+__all__ = [
+    "CONFIRMATION_STATES",
+    "SCHEMA_VERSION",
+    "TURN_STATES",
+    "ChatStore",
+    "ConfirmationRecord",
+    "ConversationRecord",
+    "StoreVersionError",
+    "StoredMessage",
+    "TurnRecord",
+]
+
+
+class ChatStore(
+    Conversations, Messages, Turns, EventJournal, Confirmations, UsageCounters, Retention
+):
+    """Conversations, messages, confirmations, the event journal and usage counters in SQLite.
+
+    ``path`` is a file (its directory is created) or ``":memory:"`` (private to this object).
+    All methods are synchronous and thread-safe. Use as a context manager or call :meth:`close`.
+    """

@@ -1,0 +1,168 @@
+"""The confirmations table: mutations waiting for a human's decision, claimed at most once.
+
+The one decision that must never be made twice — claiming a mutation confirmation — is a single
+conditional ``UPDATE``, so two threads, or two processes on one file, never both get the claim.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from .conversations import require_conversation
+from .database import Database, time_or_now
+from .records import CONFIRMATION_STATES, FINAL_CONFIRMATION_STATES, ConfirmationRecord
+from .turns import set_turn_state
+
+__all__ = ["Confirmations"]
+
+
+def _confirmation(row: sqlite3.Row) -> ConfirmationRecord:
+    return ConfirmationRecord(
+        conversation_id=row["conversation_id"],
+        id=row["id"],
+        actor_id=row["actor_id"],
+        mutation=row["mutation"],
+        input=json.loads(row["input"]),
+        state=row["state"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        resolved_at=row["resolved_at"],
+        turn_state=json.loads(row["turn_state"]),
+    )
+
+
+class Confirmations(Database):
+    """The :class:`~gmchat_nb.core.store.ChatStore` methods over mutation confirmations."""
+
+    def add_confirmation(self, record: ConfirmationRecord) -> None:
+        """Persist a confirmation.
+
+        Provider tool-call ids can repeat within a conversation (``tool-1`` every turn), so a
+        record whose id belongs to a finished confirmation replaces it; one that is still pending
+        or claimed is a ``ValueError``. An unknown conversation is a ``KeyError``; an unknown
+        state is a ``ValueError``.
+        """
+        if record.state not in CONFIRMATION_STATES:
+            raise ValueError(f"state must be one of {sorted(CONFIRMATION_STATES)}")
+        values = (
+            record.conversation_id,
+            record.id,
+            record.actor_id,
+            record.mutation,
+            json.dumps(record.input),
+            record.state,
+            record.created_at,
+            record.expires_at,
+            record.resolved_at,
+            json.dumps(record.turn_state),
+        )
+        with self._write() as connection:
+            require_conversation(connection, record.conversation_id)
+            current = connection.execute(
+                "SELECT state FROM confirmations WHERE conversation_id = ? AND id = ?",
+                (record.conversation_id, record.id),
+            ).fetchone()
+            if current is not None and current[0] not in FINAL_CONFIRMATION_STATES:
+                raise ValueError(
+                    f"confirmation {record.id} of conversation {record.conversation_id} is "
+                    f"still {current[0]}"
+                )
+            connection.execute(
+                "INSERT OR REPLACE INTO confirmations (conversation_id, id, actor_id, mutation, "
+                "input, state, created_at, expires_at, resolved_at, turn_state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+
+    def confirmation(self, conversation_id: str, confirmation_id: str) -> ConfirmationRecord | None:
+        """The confirmation in any state, or ``None``."""
+        rows = self._read(
+            "SELECT * FROM confirmations WHERE conversation_id = ? AND id = ?",
+            (conversation_id, confirmation_id),
+        )
+        return _confirmation(rows[0]) if rows else None
+
+    def claim_confirmation(
+        self,
+        conversation_id: str,
+        confirmation_id: str,
+        actor_id: str,
+        *,
+        now: float | None = None,
+        owner: str | None = None,
+    ) -> ConfirmationRecord | None:
+        """Claim a pending, unexpired confirmation of ``actor_id`` for execution.
+
+        Returns the claimed record only to the one caller whose claim changed the row; every
+        other caller — a second click, another thread, another process on the same file, a
+        foreign actor, a late or unknown id — gets ``None``. Execute the mutation only on a
+        record, then :meth:`finish_confirmation`. With ``owner``, the confirmation's turn is
+        marked ``running`` under that owner in the same transaction, so a process that dies
+        between claiming and recording leaves a turn recovery can find.
+        """
+        at = time_or_now(now)
+        with self._write() as connection:
+            # The single conditional UPDATE is the whole decision: SQLite serialises writers, so
+            # exactly one claimer sees rowcount 1.
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = 'claimed' WHERE conversation_id = ? AND id = ? "
+                "AND state = 'pending' AND expires_at > ? AND actor_id = ?",
+                (conversation_id, confirmation_id, at, actor_id),
+            )
+            if cursor.rowcount != 1:
+                return None
+            row = connection.execute(
+                "SELECT * FROM confirmations WHERE conversation_id = ? AND id = ?",
+                (conversation_id, confirmation_id),
+            ).fetchone()
+            record = _confirmation(row)
+            turn_id = record.turn_state.get("state", {}).get("turn_id")
+            if owner is not None and isinstance(turn_id, str):
+                set_turn_state(connection, conversation_id, turn_id, "running", owner, at)
+        return record
+
+    def finish_confirmation(
+        self,
+        conversation_id: str,
+        confirmation_id: str,
+        state: str,
+        *,
+        now: float | None = None,
+    ) -> bool:
+        """Move a pending or claimed confirmation to a final state (``executed``, ``rejected``,
+        ``expired`` or ``failed``) and stamp ``resolved_at``. ``False`` when it was unknown or
+        already final (a final state never changes)."""
+        if state not in FINAL_CONFIRMATION_STATES:
+            raise ValueError(
+                f"state must be one of {sorted(FINAL_CONFIRMATION_STATES)}, not {state!r}"
+            )
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = ?, resolved_at = ? WHERE conversation_id = ? "
+                "AND id = ? AND state IN ('pending', 'claimed')",
+                (state, time_or_now(now), conversation_id, confirmation_id),
+            )
+            return cursor.rowcount == 1
+
+    def pending_confirmation(
+        self, conversation_id: str, *, now: float | None = None
+    ) -> ConfirmationRecord | None:
+        """The newest confirmation of the conversation still pending and not expired."""
+        rows = self._read(
+            "SELECT * FROM confirmations WHERE conversation_id = ? AND state = 'pending' "
+            "AND expires_at > ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (conversation_id, time_or_now(now)),
+        )
+        return _confirmation(rows[0]) if rows else None
+
+    def expire_confirmations(self, *, now: float | None = None) -> int:
+        """Mark every pending confirmation past its expiry ``expired``; returns how many."""
+        at = time_or_now(now)
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE confirmations SET state = 'expired', resolved_at = ? "
+                "WHERE state = 'pending' AND expires_at <= ?",
+                (at, at),
+            )
+            return cursor.rowcount

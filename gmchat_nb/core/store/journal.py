@@ -1,0 +1,103 @@
+"""The event journal: every event of every turn, by sequence, so a client can replay a turn or
+resume its stream after the last event it saw."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .conversations import require_conversation
+from .database import Database, Statements
+
+__all__ = ["EventJournal", "insert_events", "journal_rows"]
+
+
+def journal_rows(events: Iterable[tuple[int, Mapping[str, Any]]]) -> list[tuple[int, str]]:
+    """``(sequence, payload json)`` of each event, keys sorted so the same event is the same
+    text (which is what makes a repeated write a no-op)."""
+    return [(sequence, json.dumps(dict(payload), sort_keys=True)) for sequence, payload in events]
+
+
+def insert_events(
+    connection: Statements,
+    conversation_id: str,
+    turn_id: str,
+    rows: list[tuple[int, str]],
+    at: float,
+) -> None:
+    """Insert journal rows; the same event again is a no-op, a different one a ValueError."""
+    inserted = connection.executemany(
+        "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, turn_id, sequence) DO NOTHING",
+        [(conversation_id, turn_id, sequence, text, at) for sequence, text in rows],
+    )
+    if inserted.rowcount == len(rows):
+        return  # the usual case: every event was new
+    for sequence, text in rows:
+        taken = connection.execute(
+            "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? AND sequence = ?",
+            (conversation_id, turn_id, sequence),
+        ).fetchone()
+        if taken is not None and taken[0] != text:
+            raise ValueError(
+                f"turn {turn_id} of conversation {conversation_id} already journaled a "
+                f"different event at sequence {sequence}"
+            )
+
+
+class EventJournal(Database):
+    """The :class:`~gmchat_nb.core.store.ChatStore` methods over the event journal."""
+
+    def append_event(
+        self, conversation_id: str, turn_id: str, sequence: int, payload: Mapping[str, Any]
+    ) -> None:
+        """Journal one event of a turn at its sequence number.
+
+        Appending the same event again (same turn, sequence and payload) is a no-op, so a retried
+        write is harmless; a different payload at a taken sequence is a ``ValueError``. An unknown
+        conversation is a ``KeyError``.
+        """
+        self.append_events(conversation_id, turn_id, [(sequence, payload)])
+
+    def append_events(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        items: Iterable[tuple[int, Mapping[str, Any]]],
+    ) -> None:
+        """Journal several events of a turn in one transaction (as :meth:`append_event`)."""
+        rows = journal_rows(items)
+        if not rows:
+            return
+        with self._write() as connection:
+            require_conversation(connection, conversation_id)
+            insert_events(connection, conversation_id, turn_id, rows, time.time())
+
+    def events(
+        self,
+        conversation_id: str,
+        *,
+        turn_id: str | None = None,
+        after_sequence: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Journaled event payloads in order: by sequence within a turn, turns in the order they
+        were first journaled. ``after_sequence`` keeps only events with a larger sequence (meant
+        with ``turn_id``: resuming a turn's stream after the last event a client saw)."""
+        clauses = ["e.conversation_id = ?"]
+        parameters: list[Any] = [conversation_id]
+        if turn_id is not None:
+            clauses.append("e.turn_id = ?")
+            parameters.append(turn_id)
+        if after_sequence is not None:
+            clauses.append("e.sequence > ?")
+            parameters.append(after_sequence)
+        rows = self._read(
+            "SELECT e.payload FROM events e WHERE "
+            + " AND ".join(clauses)
+            + " ORDER BY (SELECT MIN(f.id) FROM events f WHERE f.conversation_id = e.conversation_id"
+            " AND f.turn_id = e.turn_id), e.sequence",
+            parameters,
+        )
+        return [json.loads(row[0]) for row in rows]

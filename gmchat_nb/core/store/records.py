@@ -1,0 +1,96 @@
+"""The values the chat store hands out and accepts, and the states they can be in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "CONFIRMATION_STATES",
+    "FINAL_CONFIRMATION_STATES",
+    "TURN_STATES",
+    "ConfirmationRecord",
+    "ConversationRecord",
+    "StoredMessage",
+    "TurnRecord",
+]
+
+CONFIRMATION_STATES: Final = frozenset(
+    {"pending", "claimed", "executed", "rejected", "expired", "failed", "unknown"}
+)
+"""Every state a confirmation can be in. ``unknown``: it was claimed and its mutation may have
+run, but the process died before the outcome was recorded (never retried automatically)."""
+
+FINAL_CONFIRMATION_STATES: Final = frozenset(
+    {"executed", "rejected", "expired", "failed", "unknown"}
+)
+"""The states a confirmation ends in; finishing or closing accepts only these."""
+
+TURN_STATES: Final = frozenset({"running", "suspended", "done", "failed", "interrupted"})
+"""Every state a turn can be in: ``running`` (some process drives it), ``suspended`` (stopped at a
+confirmation a later request resumes), and the final ``done``, ``failed`` and ``interrupted``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One conversation. ``summarized_through`` is the id of the last message ``summary`` covers
+    (``None`` when there is no summary)."""
+
+    id: str
+    actor_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    summary: str | None
+    summarized_through: int | None
+    message_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """One persisted history entry. ``tool_calls`` are ``{"id", "name", "args"}`` dicts on
+    assistant messages; a ``tool`` message answers one call with its JSON ``tool_result``."""
+
+    id: int
+    conversation_id: str
+    role: str
+    content: str
+    tool_calls: tuple[dict[str, Any], ...]
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_result: Any
+    turn_id: str | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn's lifecycle: ``state`` is one of :data:`TURN_STATES`; ``owner`` names the process
+    that last drove it (see :mod:`gmchat_nb.core.recovery`)."""
+
+    conversation_id: str
+    id: str
+    state: str
+    owner: str
+    started_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationRecord:
+    """A mutation waiting for (or past) a human's decision.
+
+    ``id`` is the provider's tool-call id, unique within its conversation. ``state`` is one of
+    :data:`CONFIRMATION_STATES`; ``turn_state`` is whatever the loop needs to resume the turn.
+    """
+
+    conversation_id: str
+    id: str
+    actor_id: str
+    mutation: str
+    input: dict[str, Any]
+    state: str
+    created_at: float
+    expires_at: float
+    resolved_at: float | None
+    turn_state: dict[str, Any]

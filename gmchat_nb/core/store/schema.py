@@ -1,0 +1,115 @@
+"""The chat store's SQLite schema and its versions."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+__all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
+
+SCHEMA_VERSION: Final = 2
+"""The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
+tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it."""
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    actor_id TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    summary TEXT,
+    summarized_through INTEGER
+);
+CREATE INDEX IF NOT EXISTS conversations_by_actor ON conversations (actor_id, updated_at);
+CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    tool_call_id TEXT,
+    tool_name TEXT,
+    tool_result TEXT,
+    turn_id TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_conversation ON messages (conversation_id, id);
+
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    turn_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE (conversation_id, turn_id, sequence)
+);
+
+CREATE TABLE IF NOT EXISTS confirmations (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    mutation TEXT NOT NULL,
+    input TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    resolved_at REAL,
+    turn_state TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, id)
+);
+CREATE INDEX IF NOT EXISTS confirmations_by_state ON confirmations (state, expires_at);
+
+CREATE TABLE IF NOT EXISTS turns (
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    PRIMARY KEY (conversation_id, id)
+);
+CREATE INDEX IF NOT EXISTS turns_by_state ON turns (state, conversation_id);
+
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    actor_id TEXT NOT NULL,
+    counter TEXT NOT NULL,
+    amount INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_by_actor ON usage (actor_id, counter, at);
+CREATE INDEX IF NOT EXISTS usage_by_time ON usage (at);
+
+CREATE TABLE IF NOT EXISTS usage_totals (
+    actor_id TEXT NOT NULL,
+    counter TEXT NOT NULL,
+    window_seconds REAL NOT NULL,
+    window_start REAL NOT NULL,
+    total INTEGER NOT NULL,
+    PRIMARY KEY (actor_id, counter, window_seconds)
+) WITHOUT ROWID;
+"""
+
+
+class StoreVersionError(RuntimeError):
+    """The database was written by a newer gmchat_nb whose schema this version cannot read."""
+
+
+def apply_schema(connection: sqlite3.Connection, path: str) -> None:
+    """Create what is missing of :data:`SCHEMA_VERSION` and stamp the file with it, inside the
+    caller's transaction. A file of a newer version is a :class:`StoreVersionError` (``path``
+    names it) and is left untouched."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise StoreVersionError(
+            f"{path} has chat store schema version {version}; this gmchat_nb "
+            f"reads version {SCHEMA_VERSION}. Upgrade gmchat_nb or use another file."
+        )
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            connection.execute(statement)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -1,0 +1,138 @@
+"""The turns table: each turn's lifecycle, written with the turn's messages and events, and
+closed once by whoever recovers a turn nobody drives any more."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .conversations import touch
+from .database import Database, Statements
+from .journal import insert_events, journal_rows
+from .messages import insert_messages, message_row_of
+from .records import FINAL_CONFIRMATION_STATES, TURN_STATES, TurnRecord
+
+__all__ = ["Turns", "set_turn_state"]
+
+
+def set_turn_state(
+    connection: Statements, conversation_id: str, turn_id: str, state: str, owner: str, at: float
+) -> None:
+    """Upsert a turn's lifecycle row (a resumed turn runs again under its new owner)."""
+    ended = None if state in ("running", "suspended") else at
+    connection.execute(
+        "INSERT INTO turns (conversation_id, id, state, owner, started_at, ended_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, id) DO UPDATE SET "
+        "state = excluded.state, owner = excluded.owner, ended_at = excluded.ended_at",
+        (conversation_id, turn_id, state, owner, at, ended),
+    )
+
+
+def _turn(row: sqlite3.Row) -> TurnRecord:
+    return TurnRecord(
+        conversation_id=row["conversation_id"],
+        id=row["id"],
+        state=row["state"],
+        owner=row["owner"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+    )
+
+
+def _check_turn_state(state: str) -> None:
+    if state not in TURN_STATES:
+        raise ValueError(f"state must be one of {sorted(TURN_STATES)}, not {state!r}")
+
+
+class Turns(Database):
+    """The :class:`~gmchat_nb.core.store.ChatStore` methods over turns: a turn's writes in one
+    transaction, its lifecycle row, and closing it."""
+
+    def record_turn(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        messages: Iterable[Mapping[str, Any]],
+        events: Iterable[tuple[int, Mapping[str, Any]]],
+        *,
+        state: str | None = None,
+        owner: str = "",
+    ) -> None:
+        """Append a turn's new messages (keyword arguments of :meth:`append_message`, with
+        ``role``) and journal its new events, all in one transaction; with ``state`` (one of
+        :data:`TURN_STATES`) the turn's lifecycle row is written in the same transaction."""
+        if state is not None:
+            _check_turn_state(state)
+        rows = [message_row_of(message, turn_id) for message in messages]
+        journal = journal_rows(events)
+        if not rows and not journal and state is None:
+            return
+        at = time.time()
+        with self._write() as connection:
+            touch(connection, conversation_id, at)
+            if state is not None:
+                set_turn_state(connection, conversation_id, turn_id, state, owner, at)
+            insert_messages(connection, conversation_id, rows, at)
+            insert_events(connection, conversation_id, turn_id, journal, at)
+
+    def turn(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
+        """The turn's lifecycle row, or ``None`` (turns written before store version 2 have
+        none)."""
+        rows = self._read(
+            "SELECT * FROM turns WHERE conversation_id = ? AND id = ?", (conversation_id, turn_id)
+        )
+        return _turn(rows[0]) if rows else None
+
+    def turns(self, *, state: str, conversation_id: str | None = None) -> list[TurnRecord]:
+        """Turns in ``state`` (of one conversation, or of all), oldest first."""
+        sql = "SELECT * FROM turns WHERE state = ?"
+        parameters: list[Any] = [state]
+        if conversation_id is not None:
+            sql += " AND conversation_id = ?"
+            parameters.append(conversation_id)
+        return [_turn(row) for row in self._read(sql + " ORDER BY started_at, rowid", parameters)]
+
+    def close_turn(
+        self,
+        conversation_id: str,
+        turn_id: str,
+        *,
+        expect_state: str,
+        expect_owner: str,
+        final_state: str,
+        messages: Iterable[Mapping[str, Any]] = (),
+        events: Iterable[tuple[int, Mapping[str, Any]]] = (),
+        confirmations: Mapping[str, str] | None = None,
+    ) -> bool:
+        """End a turn nobody is driving any more, in one transaction: only while it is still
+        ``expect_state`` under ``expect_owner`` (so two processes recovering the same turn close it
+        once), append its closing ``messages`` and ``events``, and move ``confirmations``
+        (id -> final state) that are still pending or claimed. ``False`` when the turn had already
+        moved on."""
+        _check_turn_state(final_state)
+        for target in (confirmations or {}).values():
+            if target not in FINAL_CONFIRMATION_STATES:
+                raise ValueError(f"confirmation state must be final, not {target!r}")
+        rows = [message_row_of(message, turn_id) for message in messages]
+        journal = journal_rows(events)
+        at = time.time()
+        with self._write() as connection:
+            moved = connection.execute(
+                "UPDATE turns SET state = ?, ended_at = ? WHERE conversation_id = ? AND id = ? "
+                "AND state = ? AND owner = ?",
+                (final_state, at, conversation_id, turn_id, expect_state, expect_owner),
+            )
+            if moved.rowcount != 1:
+                return False
+            touch(connection, conversation_id, at)
+            insert_messages(connection, conversation_id, rows, at)
+            insert_events(connection, conversation_id, turn_id, journal, at)
+            for confirmation_id, target in (confirmations or {}).items():
+                connection.execute(
+                    "UPDATE confirmations SET state = ?, resolved_at = ? WHERE conversation_id = ? "
+                    "AND id = ? AND state IN ('pending', 'claimed')",
+                    (target, at, conversation_id, confirmation_id),
+                )
+        return True
