@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .core.settings import DEMO_PROJECTS
+from .core.project.targets import DEMO_TARGETS, demo_name
 
 __all__ = ["main"]
 
@@ -22,8 +23,22 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a writer killed by SIGPIPE (128 + 13)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status. A reader that stops early
+    (``gmchat tool … | head``) ends the command quietly, as it ends any Unix tool."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Python would print a traceback when it flushes stdout at exit: point it at nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     options = parser.parse_args(argv)
     if options.command == "tool":
@@ -98,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve a demo project's GraphQL endpoint on 127.0.0.1 until interrupted.",
     )
     serve.add_argument("--port", type=int, default=8765, help="port (0 picks a free one)")
-    serve.add_argument("--project", default="demo", choices=DEMO_PROJECTS)
+    serve.add_argument("--project", default="demo", choices=DEMO_TARGETS)
     serve.add_argument("--token", help="require 'Authorization: Bearer TOKEN' or cookie gm_token")
     serve.add_argument(
         "--managers", type=int, help="number of managers of the large demo (default 150)"
@@ -205,7 +220,7 @@ def _cleanup(options: argparse.Namespace) -> int:
 def _serve_demo(options: argparse.Namespace) -> int:
     from .core.project.demo import serve_forever
 
-    name = "inventory" if options.project == "demo" else options.project
+    name = demo_name(options.project) or options.project
     spec_options: dict[str, Any] = {}
     if options.managers is not None:
         if name not in ("large", "synthetic"):

@@ -32,25 +32,28 @@ async def ask_in_terminal(
     """
     decide = decide or _ask_yes_no
     failed = False
+    numbers: dict[str, int] = {}  # tool call id -> its number in the turn, to pair results
     async for event in chat.stream(question):
         if as_json:
             print(json.dumps(event.to_dict(), default=str), file=out, flush=True)
         else:
-            _render(event, out)
+            _render(event, out, numbers)
         if isinstance(event, ConfirmMutation):
             chat.confirm(event.id, decide(event))
         failed = failed or isinstance(event, Error)
     return 1 if failed else 0
 
 
-def _render(event: ChatEvent, out: TextIO) -> None:
+def _render(event: ChatEvent, out: TextIO, numbers: dict[str, int]) -> None:
     if isinstance(event, TextChunk):
         out.write(event.content)
         out.flush()
     elif isinstance(event, ToolCall):
-        print(f"→ {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
+        numbers[event.id] = number = len(numbers) + 1
+        print(f"→ [{number}] {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
     elif isinstance(event, ToolResult):
-        print(_result_text(event), file=out)
+        label = f"← [{numbers.get(event.id, '?')}] {event.name}"
+        print(f"{label}\n{_result_text(event)}", file=out)
     elif isinstance(event, ConfirmMutation):
         print(
             f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     args = parser.parse_args(argv)
+    if CHROMIUM is None:
+        print("No Chromium found: install it or set GMCHAT_CHROMIUM.", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gmchat-screenshots-") as tmp:
         lab = JupyterLab(Path(tmp))

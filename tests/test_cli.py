@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,7 @@ def test_ask_answers_with_the_offline_provider() -> None:
     answer = done.stdout.strip().splitlines()[-2]
     assert "Apollo" in answer
     assert not any(name in answer for name in ("Mercury", "Gemini", "Artemis", "Voyager", "Orion"))
-    assert "→ search_managers" in done.stdout
+    assert "→ [1] search_managers" in done.stdout
 
 
 def test_ask_json_prints_one_event_per_line(tmp_path: Path) -> None:
@@ -160,3 +161,38 @@ def test_cleanup_removes_stale_conversations(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["conversations"] == 1
     with ChatStore(location) as store:
         assert [c.title for c in store.conversations("local:analyst")] == ["fresh"]
+
+
+def test_ask_pairs_each_result_with_its_call() -> None:
+    done = gmchat("ask", "Which projects use parts made of cobalt?", "--store", ":memory:")
+    lines = done.stdout.splitlines()
+    calls = [line for line in lines if line.startswith("→ [")]
+    results = [line for line in lines if line.startswith("← [")]
+    assert calls and len(results) == len(calls)
+    for call, result in zip(calls, results, strict=True):
+        number, name = call.split()[1:3]
+        assert result == f"← {number} {name}"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `| head` that has already exited
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gmchat_nb.cli",
+                "tool",
+                "search_managers",
+                '{"query": "parts"}',
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141

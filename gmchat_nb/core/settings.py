@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, cast
-from urllib.parse import urlsplit
 
 import yaml
 
 from .project.names import did_you_mean, quoted_or, suggestion_hint
+from .project.targets import DEMO_TARGETS, demo_name, describe_targets, is_graphql_url
 
 if TYPE_CHECKING:
     from .project import Project
@@ -58,10 +58,8 @@ HOOK_EVENTS: tuple[str, ...] = ("message_received", "tool_called", "mutation_exe
 # The spec documents level="all" while GeneralManager's code checks "tool_calls"; accept both.
 _AUDIT_LEVEL_ALIASES: Mapping[str, AuditLevel] = MappingProxyType({"all": "tool_calls"})
 
-# The demo projects by name ("demo" is "inventory"). Kept in step with
-# gmchat_nb.core.project.demo.DEMO_NAMES (a test checks it); importing the demo
-# package here would pull the demo's database and HTTP server into every settings import.
-DEMO_PROJECTS = ("demo", "inventory", "large", "toy", "synthetic")
+# The demo projects by name ("demo" is "inventory"), as every surface spells them.
+DEMO_PROJECTS = DEMO_TARGETS
 
 _DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -331,14 +329,9 @@ def _hooks(key: str, value: object) -> Mapping[str, tuple[Callable[..., Any] | s
 
 
 def _project(key: str, value: object) -> str:
-    if isinstance(value, str):
-        if value in DEMO_PROJECTS:
-            return value
-        parts = urlsplit(value)
-        if parts.scheme in ("http", "https") and parts.netloc:
-            return value
-    demos = ", ".join(repr(name) for name in DEMO_PROJECTS)
-    raise _invalid(key, value, f"a demo name ({demos}) or an http(s) GraphQL URL")
+    if isinstance(value, str) and (demo_name(value) is not None or is_graphql_url(value)):
+        return value
+    raise _invalid(key, value, describe_targets())
 
 
 def _store(key: str, value: object) -> str | None:

@@ -61,7 +61,7 @@ class EvalResults:
         column so that the text is the same on every run (notebook outputs checked by nbval).
         """
         if len(self.providers) > 1:
-            return compare_report(self.results, self.providers)
+            return compare_report(self.results, self.providers, verbose=verbose)
         return single_report(self.results, verbose=verbose, timings=timings)
 
     def html(self, timings: bool = True) -> str:

@@ -110,11 +110,7 @@ def single_report(
     failed = [r for r in results if r.status != "pass"]
     if verbose and failed:
         lines.append("")
-        lines.append("Failures:")
-        for r in failed:
-            lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
-            lines.append(f"    status: {r.status}")
-            lines.extend(f"    {reason}" for reason in r.reasons)
+        lines.extend(failure_lines(failed))
     diagnostics = diagnostics_lines(results)
     if diagnostics:
         if not (verbose and failed):  # GeneralManager prints Diagnostics right under Failures
@@ -125,8 +121,21 @@ def single_report(
     return "\n".join(lines)
 
 
-def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> str:
-    """Percentages only, a column per provider, plus mean requests and tokens per case."""
+def failure_lines(failed: Sequence[CaseResult], title: str = "Failures:") -> list[str]:
+    """``Failures:`` and, per case that did not pass, its description, status and reasons."""
+    lines = [title]
+    for r in failed:
+        lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
+        lines.append(f"    status: {r.status}")
+        lines.extend(f"    {reason}" for reason in r.reasons)
+    return lines
+
+
+def compare_report(
+    results: Sequence[CaseResult], providers: Sequence[str], *, verbose: bool = False
+) -> str:
+    """Percentages only, a column per provider, plus mean requests and tokens per case;
+    ``verbose`` adds each provider's failures, diagnostics and next actions."""
     width = max([12, *(len(p) + 2 for p in providers)])
     lines = [f"{'Dimension':<20}" + "".join(f"{p:>{width}}" for p in providers)]
     lines.append("-" * (20 + width * len(providers)))
@@ -154,6 +163,16 @@ def compare_report(results: Sequence[CaseResult], providers: Sequence[str]) -> s
         ]
         lines.append(f"{'Unscored':<20}" + "".join(cells))
     lines.extend(provider_lines(results))
+    if verbose:
+        for provider in providers:
+            own = by_provider[provider]
+            failed = [r for r in own if r.status != "pass"]
+            if not failed:
+                continue
+            lines.append("")
+            lines.extend(failure_lines(failed, f"Failures of {provider}:"))
+            lines.extend(diagnostics_lines(own))
+            lines.extend(next_action_lines(own))
     return "\n".join(lines)
 
 

@@ -146,12 +146,9 @@ async def open_project(target: Any, exposed: Sequence[str] | None = None) -> Any
     ``exposed`` limits the managers the chat sees. A GraphQL server cannot tell which of its
     managers GeneralManager marks ``chat_exposed``, so URL targets usually need it.
     """
-    from ..core.project import connect, demo_project
+    from ..core.project import connect
 
-    names = list(exposed) if exposed is not None else None
-    if not isinstance(target, str) or "://" in target:
-        return await connect(target, exposed=names)
-    return demo_project(target.removeprefix("demo:"), exposed=names)
+    return await connect(target, exposed=list(exposed) if exposed is not None else None)
 
 
 def _fallback_label(provider: Any) -> str:

@@ -506,3 +506,18 @@ def test_report_without_timings_is_deterministic() -> None:
     assert "Seconds" not in text
     assert text == second.report(verbose=True, timings=False)
     assert repr(first) == first.report(timings=False)
+
+
+def test_compare_honours_verbose() -> None:
+    args = (
+        "--dataset",
+        "edge_cases",
+        "--compare",
+        "offline,replay:evals/cassettes/oracle-openai.jsonl",
+    )
+    quiet = cli(*args)
+    loud = cli(*args, "-v")
+    assert "Failures of offline:" not in quiet.stdout
+    assert "Failures of offline:" in loud.stdout, loud.stdout + loud.stderr
+    assert "Next actions:" in loud.stdout
+    assert "Failures of openai:oracle:" not in loud.stdout  # the oracle passes every case

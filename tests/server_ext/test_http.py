@@ -214,3 +214,16 @@ async def test_sse_disconnect_cancels_the_turn(jp_fetch: Any, jp_serverapp: Any)
     assert contents[1].startswith("(This request was interrupted before it finished")
     first_turn = rt.store.events(body["conversation_id"])[0]
     assert (first_turn["type"], first_turn["code"]) == ("error", "interrupted")
+
+
+@pytest.mark.gmchat(rounds=[{"text": "first round"}, {"text": "second round"}])
+async def test_a_scripted_provider_plays_its_script_per_conversation(jp_fetch: Any) -> None:
+    """Each conversation starts the script from its first round (the README says so)."""
+    answers = []
+    for title in ("one", "two"):
+        _, created = await call(jp_fetch, "conversations/", {"title": title})
+        cid = created["conversation"]["id"]
+        _, first = await call(jp_fetch, "", {"text": "q", "conversation_id": cid})
+        answers.append(first["answer"])
+    _, again = await call(jp_fetch, "", {"text": "q2", "conversation_id": cid})
+    assert answers == ["first round", "first round"] and again["answer"] == "second round"

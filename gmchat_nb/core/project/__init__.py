@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .compiler import QueryCompiler, QueryPlan
-from .connect import connect, demo_project
+from .connect import NoManagersError, connect, demo_project
 from .errors import ToolError
 from .executor import LocalExecutor, ProjectConnectionError, RemoteExecutor
 from .index import ManagerInfo, SchemaIndex, UnknownExposedManagerError
@@ -13,6 +13,7 @@ from .project import Project, QueryOutcome, WithheldMutationError
 __all__ = [
     "LocalExecutor",
     "ManagerInfo",
+    "NoManagersError",
     "PreparedMutation",
     "Project",
     "ProjectConnectionError",

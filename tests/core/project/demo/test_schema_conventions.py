@@ -7,21 +7,17 @@ required-ness of some create arguments follows our spec, not the sample's models
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from graphql import (
     GraphQLEnumType,
     GraphQLInputObjectType,
     GraphQLObjectType,
     GraphQLSchema,
-    build_schema,
 )
 
 from gmchat_nb.core.project.demo import DemoBackend
 from gmchat_nb.core.project.graphql_types import default_of
 
-SAMPLE = Path("/work/shared/spec/generalmanager-sample-schema.graphql")
 MANAGERS = ("Material", "Supplier", "Part", "Project", "PurchaseOrder")
 ROOTS = {
     "Material": "material",
@@ -35,11 +31,9 @@ HIDDEN_EXTRAS = {"auditSecretList"}
 
 
 @pytest.fixture(scope="module")
-def sample() -> GraphQLSchema:
-    assert SAMPLE.exists(), (
-        f"the GeneralManager sample schema belongs beside the checkout: {SAMPLE}"
-    )
-    return build_schema(SAMPLE.read_text())
+def sample(sample_schema: GraphQLSchema) -> GraphQLSchema:
+    """GeneralManager's own SDL for the inventory project (tests/conftest.py finds it)."""
+    return sample_schema
 
 
 def _input_fields(schema: GraphQLSchema, name: str) -> list[tuple[str, str]]:

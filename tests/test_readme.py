@@ -1,0 +1,190 @@
+"""The README's examples run as written: every shell command and Python block in it is run here,
+in the README's order, or excused below with the reason (so a new example cannot slip by
+unrun). Shell commands run in bash from the checkout with the venv's programs first on PATH;
+servers the README starts with ``&`` are started the same way and stopped afterwards."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+ASSIGNMENT = re.compile(r"^[A-Z]\w*=\S")
+
+# Commands not run here, by how they start, and why. Each must still match a README command.
+EXCUSED = {
+    "python3 -m venv .venv": "the set-up commands: .ci/run runs them on a fresh machine",
+    "pip install -e '.[ollama]'": "needs an Ollama server with a model",
+    "pip install -e '.[openai]'": "needs an OpenAI-compatible model server",
+    "python -m gmchat_nb.evals --provider openai:": "needs an OpenAI API key",
+    "python -m gmchat_nb.evals --dataset my_cases.yaml": "a team's own dataset and server",
+    "websocat": "not installed here; the WebSocket is tested with the websockets library",
+}
+# What some commands must print (a substring), beyond exiting as documented.
+PRINTS = {
+    'gmchat ask "Which materials': "Steel",
+    '"Which parts are made of steel?"}\' $U/': '"answer"',
+    "$U/stream/": "data: {",
+    "$U/confirm/": '"status": "executed"',
+    "gmchat tool get_manager_schema": '"manager": "FleetVehicle"',
+    "--compare offline": "Failures of offline:",
+}
+# The eval CLI exits 1 when a case failed (documented): the offline model fails some.
+EVAL_CLI = "python -m gmchat_nb.evals"
+
+
+def fenced(language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(README) if lang == language]
+
+
+def shell_commands() -> list[str]:
+    """Every command of every bash block, continuation lines joined, in README order."""
+    commands = []
+    for block in fenced("bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                commands.append(line.strip())
+    return commands
+
+
+def excuse(command: str) -> str | None:
+    return next((why for start, why in EXCUSED.items() if command.startswith(start)), None)
+
+
+@pytest.fixture
+def environment(tmp_path: Path) -> dict[str, str]:
+    """The venv first on PATH; Jupyter's and the chat store's files in a temporary home."""
+    config = tmp_path / "jupyter-config"
+    config.mkdir()
+    # As root (CI) jupyter server refuses to start without allow_root; no browser either way.
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"allow_root": True, "open_browser": False}})
+    )
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp_path),
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"),
+        "GMCHAT_STORE": str(tmp_path / "chat.sqlite3"),
+    }
+
+
+class Background:
+    """Commands the README starts with ``&``: started alike, stopped at the end."""
+
+    def __init__(self, environment: dict[str, str]) -> None:
+        self.environment = environment
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, command: str) -> None:
+        process = subprocess.Popen(
+            ["bash", "-c", f"exec {command.strip().rstrip('&').strip()}"],
+            cwd=ROOT,
+            env=self.environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.processes.append(process)
+        port = re.search(r"--port[ =](\d+)", command)
+        url = f"http://127.0.0.1:{port.group(1) if port else 8888}/"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None, f"{command!r} exited with {process.returncode}"
+            try:
+                urllib.request.urlopen(url, timeout=1)
+                return
+            except urllib.error.HTTPError:
+                return  # it answers (a 4xx for a bare GET is an answer)
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(f"{command!r} did not start listening on {url}")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+
+
+@pytest.fixture
+def background(environment: dict[str, str]) -> Iterator[Background]:
+    running = Background(environment)
+    yield running
+    running.stop()
+
+
+def test_every_excuse_matches_a_readme_command() -> None:
+    commands = shell_commands()
+    for start in EXCUSED:
+        assert any(c.startswith(start) for c in commands), f"no README command starts {start!r}"
+
+
+def test_the_shell_examples_run_as_written(
+    environment: dict[str, str], background: Background
+) -> None:
+    assignments: list[str] = []
+    ran = 0
+    for command in shell_commands():
+        if excuse(command) is not None:
+            continue
+        if ASSIGNMENT.match(command):
+            assignments.append(command)
+            continue
+        if command.split("#")[0].rstrip().endswith("&"):
+            background.start(command.split("#")[0])
+            continue
+        done = subprocess.run(
+            ["bash", "-c", "; ".join([*assignments, command])],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+        )
+        allowed = (0, 1) if command.startswith(EVAL_CLI) else (0,)
+        assert done.returncode in allowed, (
+            f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
+        assert "Traceback" not in done.stderr, f"{command}\n{done.stderr[-2000:]}"
+        for start, printed in PRINTS.items():
+            if start in command:
+                assert printed in done.stdout, f"{command} printed:\n{done.stdout[-2000:]}"
+        ran += 1
+    (ROOT / "report.html").unlink(missing_ok=True)  # what the --report-html example writes
+    assert ran >= 12
+
+
+@pytest.mark.parametrize("number", range(len(fenced("python"))))
+def test_the_python_examples_run_as_written(
+    number: int, environment: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in ("GMCHAT_STORE", "JUPYTER_DATA_DIR"):
+        monkeypatch.setenv(key, environment[key])
+    source = fenced("python")[number]
+    code = compile(
+        source, f"README python example {number + 1}", "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    )
+    namespace: dict[str, Any] = {}
+    result = eval(code, namespace)
+    if asyncio.iscoroutine(result):
+        asyncio.run(result)
