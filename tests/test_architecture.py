@@ -1,0 +1,431 @@
+"""The package's shape, read from its source with ``ast``: no module over 600 lines, imports that
+only go down the layers of DESIGN.md ("surfaces → session → loop → tools → project → executor";
+``core`` never imports a surface or a notebook/server library), and no cycle of module-level
+imports.
+
+What counts as an import: every ``import`` and ``from … import`` statement in a module, relative
+ones resolved. One inside a function (a *lazy* import) runs only when called, so it cannot form an
+import cycle, but it still ties the module to what it imports: it counts for the layers, not for
+cycles. The same holds for one under ``if TYPE_CHECKING:`` (*type-only*). Imports made with
+``importlib`` are not seen.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import gmchat_nb
+
+PACKAGE_DIR = Path(gmchat_nb.__file__).resolve().parent
+MAX_LINES = 600
+
+# The layers, low to high. A module may import modules of its own unit (the package or module
+# named here that holds it) and of every unit in a lower layer. Units in the same layer are peers
+# that stay independent of each other: neither imports the other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # Foundations: vocabularies and helpers that import nothing of gmchat_nb.
+    (
+        "gmchat_nb.core",
+        "gmchat_nb.core.text",
+        "gmchat_nb.core.digest",
+        "gmchat_nb.core.events",
+        "gmchat_nb.core.frames",
+        "gmchat_nb.core.audit",
+    ),
+    # The project: schema index, compiler, executors, demo projects.
+    ("gmchat_nb.core.project",),
+    # What works on a project, each on its own: the model adapters, the tools, the system
+    # prompt and the settings (which check allowed mutations against a project).
+    (
+        "gmchat_nb.core.providers",
+        "gmchat_nb.core.tools",
+        "gmchat_nb.core.prompt",
+        "gmchat_nb.core.settings",
+    ),
+    # One turn's engine, and the limiter that counts provider usage.
+    ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit"),
+    # Persistence belongs to the session: nothing below it (loop, tools, providers, project)
+    # may reach the store.
+    ("gmchat_nb.core.store",),
+    ("gmchat_nb.core.recovery",),
+    ("gmchat_nb.core.session",),
+    # Surfaces. ``Chat`` is the notebook API the adapters below it wrap.
+    ("gmchat_nb.chat",),
+    ("gmchat_nb.widget", "gmchat_nb.server_ext", "gmchat_nb.terminal"),
+    # The public API package (``%load_ext`` wires in the widget) and the ``gmchat`` command.
+    ("gmchat_nb", "gmchat_nb.cli"),
+    # The evaluation runner drives chats through the public API.
+    ("gmchat_nb.evals",),
+)
+
+SESSION = "gmchat_nb.core.session"  # the highest layer of core; the surfaces are above it
+
+# Units that stand only for their own ``__init__``, not for the modules inside them.
+CONTAINER_UNITS = frozenset({"gmchat_nb", "gmchat_nb.core"})
+
+# (importer, imported) pairs that cross a layer today; issue 12 item 8 removes them (the tools
+# belong in the project package, and chat.py and widget/ stop importing each other). Remove a
+# pair here when it is gone (test_known_layer_violations_still_exist says when); never add one.
+KNOWN_LAYER_VIOLATIONS = frozenset(
+    {
+        # Project.call_tool / Project.tool_definitions import core.tools inside the methods.
+        ("gmchat_nb.core.project.project", "gmchat_nb.core.tools"),
+        # Chat.widget() imports the widget inside the method; widget.magics imports Chat.
+        ("gmchat_nb.chat", "gmchat_nb.widget"),
+    }
+)
+
+# Notebook and server libraries that only the surfaces (widget, server_ext) may use.
+SURFACE_LIBRARIES = frozenset(
+    {"IPython", "ipywidgets", "anywidget", "traitlets", "tornado", "jupyter_server"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    """One module importing another, as written in the importer's source."""
+
+    importer: str
+    imported: str  # a module of the package where it names one, else the dotted name written
+    line: int
+    lazy: bool  # inside a function: runs when called, not when the importer is imported
+    type_only: bool  # under ``if TYPE_CHECKING:``: never runs
+
+    @property
+    def eager(self) -> bool:
+        """Runs when the importer is imported."""
+        return not (self.lazy or self.type_only)
+
+    def describe(self) -> str:
+        """``a imports b (line 3, lazily, inside a function)``."""
+        notes = [f"line {self.line}"]
+        if self.lazy:
+            notes.append("lazily, inside a function")
+        if self.type_only:
+            notes.append("for type checking only")
+        return f"{self.importer} imports {self.imported} ({', '.join(notes)})"
+
+
+def package_modules(package_dir: Path = PACKAGE_DIR) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file of the package."""
+    found: dict[str, Path] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(
+    module: str, source: str, known: Iterable[str], *, is_package: bool = False
+) -> list[Import]:
+    """The imports written in ``source`` (the text of ``module``), relative ones resolved; a
+    ``from x import y`` names the module ``x.y`` when ``known`` has one, else ``x``."""
+    known = set(known)
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[Import] = []
+
+    def targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [alias.name for alias in node.names]
+        if node.level:
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            origin = ".".join([*base, *([node.module] if node.module else [])])
+        else:
+            origin = node.module or ""
+        return [
+            f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
+            for alias in node.names
+        ]
+
+    def visit(nodes: Iterable[ast.AST], lazy: bool, type_only: bool) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.extend(
+                    Import(module, target, node.lineno, lazy, type_only)
+                    for target in dict.fromkeys(targets(node))
+                )
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(ast.iter_child_nodes(node), True, type_only)
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                visit(node.body, lazy, True)
+                visit(node.orelse, lazy, type_only)
+            else:
+                visit(ast.iter_child_nodes(node), lazy, type_only)
+
+    visit([ast.parse(source)], False, False)
+    return found
+
+
+def package_imports(modules: Mapping[str, Path]) -> list[Import]:
+    """Every import of every module of the package."""
+    return [
+        item
+        for module, path in modules.items()
+        for item in imports_of(
+            module, path.read_text(encoding="utf-8"), modules, is_package=path.stem == "__init__"
+        )
+    ]
+
+
+def unit_of(module: str) -> str | None:
+    """The unit of :data:`LAYERS` that holds ``module``: the longest that names it or a package
+    above it (a container unit only names itself); ``None`` outside the layers."""
+    units = [unit for layer in LAYERS for unit in layer]
+    holders = [
+        unit
+        for unit in units
+        if module == unit or (unit not in CONTAINER_UNITS and module.startswith(unit + "."))
+    ]
+    return max(holders, key=len, default=None)
+
+
+def _in_core(module: str) -> bool:
+    return module == "gmchat_nb.core" or module.startswith("gmchat_nb.core.")
+
+
+def _layer_of(unit: str) -> int:
+    return next(number for number, layer in enumerate(LAYERS) if unit in layer)
+
+
+def layer_violations(imports: Iterable[Import]) -> dict[tuple[str, str], str]:
+    """(importer, imported) -> what is wrong, for every import of a package module that goes up
+    the layers or sideways to a peer."""
+    found: dict[tuple[str, str], str] = {}
+    for item in imports:
+        importer_unit, imported_unit = unit_of(item.importer), unit_of(item.imported)
+        if importer_unit is None or imported_unit is None or importer_unit == imported_unit:
+            continue
+        below, above = _layer_of(importer_unit), _layer_of(imported_unit)
+        if above > below:
+            what = "a layer above it"
+        elif above == below:
+            what = f"a peer in its own layer ({imported_unit} and {importer_unit} stay apart)"
+        else:
+            continue
+        found.setdefault((item.importer, item.imported), f"{item.describe()}, {what}")
+    return found
+
+
+def import_cycles(imports: Iterable[Import], modules: Iterable[str]) -> list[list[str]]:
+    """The cycles of eager imports between package modules: each strongly connected set of two
+    or more modules (or a module importing itself), sorted."""
+    modules = set(modules)
+    edges: dict[str, set[str]] = {module: set() for module in modules}
+    for item in imports:
+        if item.eager and item.imported in modules:
+            edges[item.importer].add(item.imported)
+    # Tarjan's algorithm, iterative so a deep package cannot hit the recursion limit.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in edges[node]:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+MODULES = package_modules()
+IMPORTS = package_imports(MODULES)
+
+
+# -- size ----------------------------------------------------------------------------------------
+
+
+def test_no_module_is_over_600_lines() -> None:
+    too_long = {
+        str(path.relative_to(PACKAGE_DIR.parent)): count
+        for path in MODULES.values()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not too_long, f"modules over {MAX_LINES} lines (split them along their seams): " + (
+        ", ".join(f"{name} ({count})" for name, count in sorted(too_long.items()))
+    )
+
+
+# -- layers --------------------------------------------------------------------------------------
+
+
+def test_every_module_has_a_layer() -> None:
+    homeless = sorted(module for module in MODULES if unit_of(module) is None)
+    assert not homeless, f"modules in no unit of LAYERS (give each a layer): {homeless}"
+
+
+def test_every_unit_of_the_layers_exists() -> None:
+    missing = [unit for layer in LAYERS for unit in layer if unit not in MODULES]
+    assert not missing, f"LAYERS names units the package no longer has: {missing}"
+
+
+def test_imports_only_go_down_the_layers() -> None:
+    violations = layer_violations(IMPORTS)
+    new = [text for pair, text in sorted(violations.items()) if pair not in KNOWN_LAYER_VIOLATIONS]
+    assert not new, "imports that cross the layers of DESIGN.md:\n" + "\n".join(new)
+
+
+def test_known_layer_violations_still_exist() -> None:
+    fixed = sorted(KNOWN_LAYER_VIOLATIONS - set(layer_violations(IMPORTS)))
+    assert not fixed, f"no longer violations; remove them from KNOWN_LAYER_VIOLATIONS: {fixed}"
+
+
+def test_core_never_imports_a_surface() -> None:
+    # The layers hold this too; this names the promise of DESIGN.md on its own.
+    surfaces = {unit for layer in LAYERS[_layer_of(SESSION) + 1 :] for unit in layer}
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if _in_core(item.importer) and unit_of(item.imported) in surfaces
+    ]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_core_never_imports_a_notebook_or_server_library() -> None:
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if _in_core(item.importer) and item.imported.split(".")[0] in SURFACE_LIBRARIES
+    ]
+    assert not crossing, "core must not use notebook or server libraries:\n" + "\n".join(crossing)
+
+
+def test_widget_and_server_extension_never_import_each_other() -> None:
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if {unit_of(item.importer), unit_of(item.imported)}
+        == {"gmchat_nb.widget", "gmchat_nb.server_ext"}
+    ]
+    assert not crossing, "\n".join(crossing)
+
+
+# -- cycles --------------------------------------------------------------------------------------
+
+
+def test_no_cycle_of_module_level_imports() -> None:
+    cycles = import_cycles(IMPORTS, MODULES)
+    assert not cycles, "modules that import each other at module level:\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles
+    )
+
+
+# -- the checks themselves -----------------------------------------------------------------------
+
+
+KNOWN = {
+    "gmchat_nb.core.project",
+    "gmchat_nb.core.project.index",
+    "gmchat_nb.core.project.names",
+    "gmchat_nb.core.tools",
+    "gmchat_nb.core.store",
+    "gmchat_nb.widget",
+    "gmchat_nb.server_ext",
+}
+
+
+def test_relative_imports_resolve_to_package_modules() -> None:
+    source = (
+        "from .names import clip\n"
+        "from . import index\n"
+        "from ..tools import dispatch\n"
+        "import gmchat_nb.core.store\n"
+    )
+    found = imports_of("gmchat_nb.core.project.compiler", source, KNOWN)
+
+    assert [item.imported for item in found] == [
+        "gmchat_nb.core.project.names",
+        "gmchat_nb.core.project.index",
+        "gmchat_nb.core.tools",
+        "gmchat_nb.core.store",
+    ]
+    package = imports_of("gmchat_nb.core.project", "from .index import X\n", KNOWN, is_package=True)
+    assert [item.imported for item in package] == ["gmchat_nb.core.project.index"]
+
+
+def test_lazy_and_type_only_imports_are_told_apart() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from ..store import ChatStore\n"
+        "def run():\n"
+        "    from ..tools import dispatch\n"
+        "class Holder:\n"
+        "    from .names import clip\n"
+    )
+    found = {
+        item.imported: (item.lazy, item.type_only)
+        for item in imports_of("gmchat_nb.core.project.project", source, KNOWN)
+    }
+
+    assert found["gmchat_nb.core.store"] == (False, True)
+    assert found["gmchat_nb.core.tools"] == (True, False)
+    assert found["gmchat_nb.core.project.names"] == (False, False)  # class bodies run at import
+
+
+def test_an_import_up_the_layers_is_reported() -> None:
+    upward = imports_of("gmchat_nb.core.project.search", "from ..store import ChatStore\n", KNOWN)
+    sideways = imports_of("gmchat_nb.widget.tables", "from ..server_ext import app\n", KNOWN)
+    downward = imports_of("gmchat_nb.core.tools", "from .project import index\n", KNOWN)
+
+    assert list(layer_violations(upward).values()) == [
+        "gmchat_nb.core.project.search imports gmchat_nb.core.store (line 1), a layer above it"
+    ]
+    assert "a peer in its own layer" in next(iter(layer_violations(sideways).values()))
+    assert layer_violations(downward) == {}
+
+
+def test_a_module_level_cycle_is_found_and_a_lazy_one_is_not() -> None:
+    modules = ["pkg.a", "pkg.b", "pkg.c"]
+    eager = [Import("pkg.a", "pkg.b", 1, False, False), Import("pkg.b", "pkg.a", 1, False, False)]
+    lazy = [Import("pkg.b", "pkg.c", 1, False, False), Import("pkg.c", "pkg.b", 9, True, False)]
+
+    assert import_cycles(eager + lazy, modules) == [["pkg.a", "pkg.b"]]
+    assert import_cycles(lazy, modules) == []
+
+
+def test_modules_are_named_by_their_place_in_the_package() -> None:
+    assert MODULES["gmchat_nb"] == PACKAGE_DIR / "__init__.py"
+    assert MODULES["gmchat_nb.core.store"] == PACKAGE_DIR / "core" / "store" / "__init__.py"
+    assert unit_of("gmchat_nb.core.project.demo.schema") == "gmchat_nb.core.project"
+    assert unit_of("gmchat_nb.core") == "gmchat_nb.core"
+    assert unit_of("gmchat_nb.core.nowhere") is None
