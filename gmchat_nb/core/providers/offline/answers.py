@@ -1,0 +1,82 @@
+"""What the offline assistant says: refusals, the long-question note, and the answer itself.
+
+An answer comes from the final query's result alone; write requests and questions for reasons
+or opinions get an honest refusal, since the assistant never calls ``mutate`` and only looks up
+records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .prose import describe_filter, humanize, manager_noun, row_text
+from .question import MAX_QUESTION_CHARS
+from .reading import Reading
+
+__all__ = ["LONG_QUESTION_NOTE", "OPINION_REFUSAL", "WRITE_REFUSAL", "answer_text"]
+
+LONG_QUESTION_NOTE = (
+    f"(Your question was long: I read only its first {MAX_QUESTION_CHARS:,} characters.)"
+)
+
+WRITE_REFUSAL = (
+    "I can't do that: the offline assistant only reads data and never changes it (no creating, "
+    "updating or deleting). Changing data needs a model-backed provider with the mutation "
+    "allow-listed, and every change still waits for your confirmation."
+)
+OPINION_REFUSAL = (
+    "I can't answer that: the offline assistant only looks up records in the project's data; it "
+    "cannot explain reasons or give opinions. Ask which records match something instead, for "
+    'example "Which parts are made of steel?".'
+)
+
+
+def answer_text(
+    row: str,
+    result: dict[str, Any],
+    filters: dict[str, Any],
+    label: str,
+    shown: list[str],
+    reading: Reading,
+) -> str:
+    """The answer to the question from the final query's ``result`` alone."""
+    rows = [item for item in result.get("data") or () if isinstance(item, dict)]
+    total = result.get("total_count")
+    has_more = bool(result.get("has_more"))
+    if len(rows) > reading.limit:  # "the densest material": asked for two, show one
+        keep = reading.limit
+        if reading.order is not None:  # a tie with the last shown row is shown too
+            key = reading.order[0]
+            while keep < len(rows) and rows[keep].get(key) == rows[keep - 1].get(key):
+                keep += 1
+        rows = rows[:keep]
+        has_more = has_more or keep < len(result.get("data") or ())
+    count = total if isinstance(total, int) else len(rows)
+    conditions = " and ".join(describe_filter(key, value) for key, value in filters.items())
+    if not rows:
+        if conditions:
+            return f"No {manager_noun(row, 2)} match {conditions}."
+        return f"There are no {manager_noun(row, 2)}."
+    at_least = "at least " if not isinstance(total, int) and has_more else ""
+    verb = "is" if count == 1 else "are"
+    head = f"There {verb} {at_least}{count} {manager_noun(row, count)}"
+    if conditions:
+        head += f" where {conditions}"
+    if reading.order is not None:
+        name, descending = reading.order
+        words = ("latest", "earliest") if name in reading.dates else ("highest", "lowest")
+        head += f", ordered by {humanize(name)} ({words[0] if descending else words[1]} first)"
+    items = ", ".join(row_text(item, label, shown) for item in rows)
+    text = f"{head}: {items}"
+    if has_more:
+        of = count if isinstance(total, int) else "more"
+        text += f" (showing the first {len(rows)} of {of})"
+    text += "."
+    if reading.unordered is not None:
+        text += (
+            f' I could not tell what "{reading.unordered}" should sort by, so the list is '
+            "not ordered."
+        )
+    if result.get("complete") is False and not has_more:
+        text += " The server's answer may not be complete, so there may be more."
+    return text
