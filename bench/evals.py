@@ -26,6 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from machine import describe  # noqa: E402  (bench/ is on sys.path when run)
+
 from gmchat_nb import evals  # noqa: E402
 from gmchat_nb.core.providers.base import (  # noqa: E402
     BaseLLMProvider,
@@ -72,6 +74,7 @@ def timed(function: Any, *args: Any, **kwargs: Any) -> tuple[evals.EvalResults, 
 
 def main() -> None:
     print("# gmchat_nb eval runner benchmark\n")
+    print(f"{describe()} (before)\n")
     print("| workload | cases run | wall time | cases/s | vs baseline | pass rate |")
     print("|---|---:|---:|---:|---:|---:|")
     results, seconds = timed(evals.run)

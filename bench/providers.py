@@ -25,6 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from machine import describe  # bench/ is on sys.path when run
+
 from gmchat_nb.core.providers.base import Message
 from gmchat_nb.core.providers.registry import create_provider
 from tests.vendor_server import Reply, VendorServer
@@ -107,6 +109,7 @@ async def main(quick: bool) -> None:
     chunks, runs = (200, 5) if quick else (2000, 15)
     reply = [f"w{i} " for i in range(chunks)]
     print("# gmchat_nb provider adapter benchmark\n")
+    print(f"{describe()} (before)\n")
     print(f"One response of {chunks} text chunks per run, {runs} runs of each, alternating.\n")
     print("| vendor | SDK alone: events/s | through the adapter: events/s | adapter / SDK time |")
     print("|---|---:|---:|---:|")

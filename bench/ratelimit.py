@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import load
 from turn import QUESTION, WORKLOADS, rounds
 
 from gmchat_nb import Chat
@@ -54,13 +55,6 @@ NEVER_REFUSE = {"requests": 10**9, "tokens": 10**12}
 USAGE = TokenUsage(input_tokens=1200, output_tokens=80)
 TARGET_SLOWDOWN = 0.10  # limiter on within 10 % of off after 10,000 turns
 ISSUE_MS = {0: 0.1, 1000: 1.6, 4000: 8.1}  # the report in issue 11 (per request)
-
-
-def load() -> str:
-    """The machine's 1/5/15-minute load averages."""
-    if not hasattr(os, "getloadavg"):
-        return "n/a"
-    return "/".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def progress(message: str) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ import websockets
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import load
 from turn import QUESTION, WORKLOADS, rounds
 
 TOKEN = "pair-token"
@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100, help="turns of each kind per server")
     args = parser.parse_args()
     checkouts = {"this": HERE, "baseline": args.baseline.resolve()}
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average before: {load()}")
     processes = []
     with tempfile.TemporaryDirectory() as this_dir, tempfile.TemporaryDirectory() as base_dir:
         urls = {}
@@ -190,7 +190,7 @@ def main() -> None:
             for process in processes:
                 process.terminate()
                 process.wait(timeout=15)
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
+    print(f"load average after: {load()}\n")
     print(f"this checkout vs {args.baseline}, {args.runs} turns of each kind, alternating\n")
     print("| measure | this checkout | baseline | this / baseline |")
     print("|---|---:|---:|---:|")

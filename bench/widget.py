@@ -24,6 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from machine import describe  # bench/ is on sys.path when run
+
 from gmchat_nb import Chat
 from gmchat_nb.core.project import LocalExecutor, Project
 from gmchat_nb.core.project.demo import DemoSpec, Field, ManagerSpec, build_demo
@@ -122,6 +124,7 @@ async def big_table(rows: int) -> tuple[float, float, int, int]:
 async def main() -> None:
     chunks = 2000
     print("# gmchat_nb widget benchmark (kernel side)\n")
+    print(f"{describe()} (before)\n")
     print(f"## Streaming a {chunks:,}-chunk answer\n")
     print("| batching | messages to the front end | bytes | turn time (median of 5) |")
     print("|---|---:|---:|---:|")
