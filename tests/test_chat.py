@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +131,31 @@ async def test_an_allow_listed_mutation_the_schema_lacks_is_a_configuration_erro
 
 def test_the_public_api_is_small() -> None:
     assert gmchat_nb.__all__ == ["Chat", "Turn", "connect", "demo_project", "load_settings"]
+
+
+FIRST_TURN_THEN_FRAMES = """
+import sys
+from gmchat_nb import Chat
+
+chat = Chat(provider="offline", store=":memory:")
+turn = chat.ask_sync("Which projects use parts made of cobalt?")
+assert turn.outcomes and turn.answer, turn
+print("pandas after the turn:", "pandas" in sys.modules)
+frames = chat.frames
+print("pandas after chat.frames:", "pandas" in sys.modules, len(frames) == len(turn.outcomes))
+"""
+
+
+def test_pandas_is_imported_only_when_a_frame_is_asked_for() -> None:
+    """Importing pandas takes about a second in a fresh kernel: a first turn must not wait."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_TURN_THEN_FRAMES],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "pandas after the turn: False",
+        "pandas after chat.frames: True True",
+    ]

@@ -2,8 +2,8 @@
 
 The same event objects feed the notebook widget, SSE frames, WebSocket messages, the HTTP
 envelope, the audit log, the persistence journal and eval traces. ``to_dict()`` gives the spec's
-JSON; additions (``sequence``, a query result's ``frame`` summary) are extra fields that clients
-ignore. Every public error code and its fixed, non-sensitive message lives here.
+JSON; additions (``sequence``, a query result's ``frame`` summary and ``duration_ms``) are extra
+fields that clients ignore. Every public error code and its fixed, non-sensitive message lives here.
 """
 
 from __future__ import annotations
@@ -99,14 +99,18 @@ class ToolResult(_Event):
     """What the tool answered (also errors, as ``{"status": "error", ...}`` results).
 
     ``frame`` summarises a query's rows for displays (``{"rows": n, "columns": [...]}``).
+    ``duration_ms`` is how long the tool worked, measured in the kernel around its execution
+    (never the wait for a human's decision); absent when nothing ran (a rejected mutation).
+    Neither is part of what the model receives.
     """
 
     type: ClassVar[str] = "tool_result"
-    _optional: ClassVar[frozenset[str]] = frozenset({"frame"})
+    _optional: ClassVar[frozenset[str]] = frozenset({"frame", "duration_ms"})
     id: str
     name: str
     result: Any
     frame: dict[str, Any] | None = None
+    duration_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,10 @@
 """One chat turn: provider rounds, tool calls, guardrails and mutation confirmations.
 
 :class:`ToolLoop` streams a provider's answer, runs the tools it asks for (read tools of one round
-concurrently), feeds the results back as native tool results and repeats until the model answers.
+concurrently when the project is remote), feeds the results back as native tool results and repeats
+until the model answers. Each ``tool_call`` is announced as its call starts, and each
+``tool_result`` says how long its tool worked (``duration_ms``, measured here around the tool's
+execution; the model never sees it).
 Tools never end a turn: their failures go back to the model as error results it can correct.
 Only the guardrails end a turn early, with the spec's codes:
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
@@ -224,6 +228,11 @@ async def completed_events(
     yield done
 
 
+def _milliseconds_since(started: float) -> float:
+    """Milliseconds since a ``time.perf_counter()`` reading, to three significant digits."""
+    return float(f"{(time.perf_counter() - started) * 1000:.3g}")
+
+
 def _clean_chunk(event: TextChunkEvent) -> TextChunkEvent:
     """Model text as it can be stored and sent: lone surrogates become U+FFFD."""
     content = clean_text(event.content)
@@ -389,25 +398,38 @@ class ToolLoop:
     async def _run_reads(
         self, messages: list[Message], calls: list[ToolCallEvent], state: TurnState
     ) -> AsyncIterator[ChatEvent]:
+        """One round's read calls, each announced as it starts.
+
+        Over a remote executor they run concurrently, so all are announced first and their
+        results follow in call order. In process they cannot overlap (tasks would only add
+        overhead): each call is announced right before it runs and reported right after.
+        """
+        if len(calls) > 1 and self.project.executor.concurrent:
+            for call in calls:
+                yield ToolCall(id=call.id, name=call.name, args=call.args)
+            timed = await asyncio.gather(*(self._read(call) for call in calls))
+            for call, (run, duration_ms) in zip(calls, timed, strict=True):
+                yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
+            return
         for call in calls:
             yield ToolCall(id=call.id, name=call.name, args=call.args)
-        if len(calls) > 1 and self.project.executor.concurrent:
-            runs = list(await asyncio.gather(*(self._read(call) for call in calls)))
-        else:  # in process the calls cannot overlap; tasks would only add overhead
-            runs = [await self._read(call) for call in calls]
-        for call, run in zip(calls, runs, strict=True):
-            yield await self.record_result(messages, call, run, state)
+            run, duration_ms = await self._read(call)
+            yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
 
-    async def _read(self, call: ToolCallEvent) -> ToolRun:
+    async def _read(self, call: ToolCallEvent) -> tuple[ToolRun, float]:
+        """The call's result and how long it took (ms)."""
+        started = time.perf_counter()
         if call.error is not None:
-            return ToolRun(
+            run = ToolRun(
                 {
                     "status": "error",
                     "code": "invalid_arguments",
                     "message": f"{call.name}: {call.error}",
                 }
             )
-        return await run_tool(self.project, call.name, call.args)
+        else:
+            run = await run_tool(self.project, call.name, call.args)
+        return run, _milliseconds_since(started)
 
     async def _run_mutation(
         self, messages: list[Message], call: ToolCallEvent, state: TurnState
@@ -418,6 +440,7 @@ class ToolLoop:
             return
         state.mutations += 1
         prepared: PreparedMutation | None = None
+        started = time.perf_counter()  # a refused mutation's duration is its validation
         if call.error is not None:
             run = ToolRun({"status": "error", "code": "invalid_arguments", "message": call.error})
         elif not self.authenticated:
@@ -436,7 +459,8 @@ class ToolLoop:
             else:
                 run = ToolRun(None)
         if prepared is None:
-            yield await self.record_result(messages, call, run, state)
+            duration_ms = _milliseconds_since(started)
+            yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
             return
         if prepared.mutation not in self.limits.confirm_mutations:
             yield await self._mutate(messages, call, prepared, state)
@@ -489,26 +513,36 @@ class ToolLoop:
         self.io.checkpoint()
         effect = asyncio.ensure_future(self._execute(prepared))
         try:
-            run = await asyncio.shield(effect)
+            run, duration_ms = await asyncio.shield(effect)
         except asyncio.CancelledError:
-            run = await asyncio.shield(effect)  # a second cancel leaves it to recovery
-            await self.record_result(messages, call, run, state)
+            run, duration_ms = await asyncio.shield(effect)  # a second cancel leaves it to recovery
+            await self.record_result(messages, call, run, state, duration_ms=duration_ms)
             self.io.checkpoint()
             raise
-        result = await self.record_result(messages, call, run, state)
+        result = await self.record_result(messages, call, run, state, duration_ms=duration_ms)
         self.io.checkpoint()
         return result
 
-    async def _execute(self, prepared: PreparedMutation) -> ToolRun:
+    async def _execute(self, prepared: PreparedMutation) -> tuple[ToolRun, float]:
+        """The mutation's result and how long it ran (ms)."""
+        started = time.perf_counter()
         try:
-            return ToolRun(await self.project.execute_mutation(prepared))
+            run = ToolRun(await self.project.execute_mutation(prepared))
         except ToolError as error:
-            return ToolRun(error.to_result())
+            run = ToolRun(error.to_result())
+        return run, _milliseconds_since(started)
 
     async def record_result(
-        self, messages: list[Message], call: ToolCallEvent, run: ToolRun, state: TurnState
+        self,
+        messages: list[Message],
+        call: ToolCallEvent,
+        run: ToolRun,
+        state: TurnState,
+        *,
+        duration_ms: float | None = None,
     ) -> ToolResult:
-        """Count, persist and report one tool call's result."""
+        """Count, persist and report one tool call's result (``duration_ms``: how long the tool
+        worked, for displays; it is not part of the message the model receives)."""
         state.tools_used += 1
         if run.failed and is_read_tool(call.name):
             state.failures += 1
@@ -521,7 +555,9 @@ class ToolLoop:
         messages.append(message)
         await self.io.persist(message, state)
         self.io.tool_finished(call, run)
-        return ToolResult(id=call.id, name=call.name, result=run.result, frame=frame)
+        return ToolResult(
+            id=call.id, name=call.name, result=run.result, frame=frame, duration_ms=duration_ms
+        )
 
     def _recovery(self, messages: list[Message], state: TurnState, text: str) -> str | None:
         """A bounded nudge (once per turn) when the model skipped the tools it needed."""

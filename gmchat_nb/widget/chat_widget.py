@@ -22,10 +22,9 @@ from ..core.events import ChatEvent, Error, TextChunk, ToolResult
 from ..core.project.project import QueryOutcome
 from ..core.settings import DEMO_PROJECTS
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
+from .tables import ResultTable
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from ..chat import Chat
 
 __all__ = ["ChatWidget", "evidence_code"]
@@ -51,7 +50,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.batching = batching
         self.namespace = namespace if namespace is not None else _user_namespace()
         self.turns: list[dict[str, Any]] = []
-        self.tables: dict[str, tuple[pd.DataFrame, dict[str, Any]]] = {}
+        self.tables: dict[str, ResultTable] = {}
         self.sent_messages = 0
         self.sent_bytes = 0
         self._task: asyncio.Task[None] | None = None
@@ -196,20 +195,20 @@ class ChatWidget(anywidget.AnyWidget):
         if turn is None or event.id not in turn.call_ids:
             return  # not a successful query
         outcome = turn.outcomes[turn.call_ids.index(event.id)]
-        frame = turn._frame(outcome)
+        result = ResultTable(turn, outcome)  # no DataFrame: pandas waits for "→ DataFrame"
         key = f"t{record['index']}-{event.id}"
-        meta = {
+        self.tables[key] = result
+        table = {
             "key": key,
             "call_id": event.id,
             "manager": outcome.manager,
-            "columns": [str(column) for column in frame.columns],
-            "total_rows": len(frame),
+            "columns": result.columns,
+            "total_rows": len(result.rows),
             "total_count": outcome.total_count,
             "complete": outcome.complete,
             "page_size": PAGE_SIZE,
+            "rows": result.page(0, PAGE_SIZE),
         }
-        self.tables[key] = (frame, meta)
-        table = {**meta, "rows": _records(frame.head(PAGE_SIZE))}
         record["tables"].append(table)
         self._post({"type": "table", "turn": record["index"], "table": table})
 
@@ -220,25 +219,24 @@ class ChatWidget(anywidget.AnyWidget):
         if key not in self.tables:
             self._post({"type": "error", "code": "bad_event", "message": "Unknown table."})
             return
-        frame, _ = self.tables[key]
+        table = self.tables[key]
         offset = max(0, int(message.get("offset") or 0))
         limit = max(1, min(500, int(message.get("limit") or PAGE_SIZE)))
         sort = message.get("sort") or {}
-        if sort.get("column") in frame.columns:
-            frame = frame.sort_values(
-                sort["column"],
-                ascending=not sort.get("descending"),
-                kind="stable",
-                na_position="last",
-            )
-        page = frame.iloc[offset : offset + limit]
+        column = sort.get("column") if isinstance(sort, dict) else None
+        rows = table.page(
+            offset,
+            limit,
+            column if isinstance(column, str) else None,
+            descending=isinstance(sort, dict) and bool(sort.get("descending")),
+        )
         self._post(
             {
                 "type": "table_page",
                 "table": key,
                 "offset": offset,
-                "rows": _records(page),
-                "total": len(frame),
+                "rows": rows,
+                "total": len(table.rows),
             }
         )
 
@@ -256,8 +254,8 @@ class ChatWidget(anywidget.AnyWidget):
                 }
             )
             return
-        frame, _ = self.tables[key]
-        self.namespace[variable] = frame.copy()
+        frame = self.tables[key].frame()  # a new DataFrame per binding (pandas loads here)
+        self.namespace[variable] = frame
         self._post(
             {"type": "frame_bound", "table": key, "name": variable, "shape": list(frame.shape)}
         )
@@ -366,11 +364,6 @@ def _evidence_row(outcome: QueryOutcome, chat: Chat) -> dict[str, Any]:
         "variables": first,
         "code": evidence_code(outcome, chat),
     }
-
-
-def _records(frame: Any) -> list[dict[str, Any]]:
-    # to_json turns NaN/NaT into null and timestamps into ISO text (to_dict fails on NaT).
-    return json.loads(frame.to_json(orient="records", date_format="iso"))  # type: ignore[no-any-return]
 
 
 def _merged(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -22,8 +22,10 @@ Kernel -> front end:
 
 * ``snapshot`` {turns: [Turn], busy, provider, project, conversation_id, conversations}
 * ``turn_start`` {turn: Turn} — a turn record with no events yet
-* ``events`` {turn: index, events: [event JSON]} — batched (every ~40 ms or 200 characters)
+* ``events`` {turn: index, events: [event JSON]} — batched (every ~40 ms or 200 characters);
+  a tool card shows its ``tool_result``'s ``duration_ms`` (the kernel's measure of the tool's run)
 * ``table`` {turn: index, table: Table} — after a successful query: the first page of its rows
+  (rows, pages and sorting need no pandas; it is imported when ``to_frame`` asks for a DataFrame)
 * ``turn_end`` {turn: Turn} — the full record (answer, usage, error, tables, evidence)
 * ``table_page`` {table: key, offset, rows, total}
 * ``frame_bound`` {table: key, name, shape: [rows, columns]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from gmchat_nb.core.events import ConfirmMutation
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.core.session import Actor
 
+from ..graphql_server import graphql_server
 from .conftest import chat_with
 
 WRITES = ["createPart", "updatePart", "deletePart"]
@@ -22,6 +24,14 @@ QUERY_PARTS = {"name": "query", "args": {"manager": "Part", "fields": ["name"], 
 
 def types(events: list[dict[str, Any]]) -> list[str]:
     return [event["type"] for event in events]
+
+
+def tool_steps(events: list[dict[str, Any]]) -> str:
+    """The tool events in order, e.g. ``call 1, result 1``."""
+    names = {"tool_call": "call", "tool_result": "result"}
+    return ", ".join(
+        f"{names[e['type']]} {e['id'].removeprefix('call-')}" for e in events if e["type"] in names
+    )
 
 
 async def ask(
@@ -39,6 +49,7 @@ async def ask(
 
 
 async def test_two_read_tools_in_one_round_then_an_answer(closing: list[Chat]) -> None:
+    started = time.perf_counter()
     _, provider, turn = await ask(
         closing,
         [
@@ -55,16 +66,14 @@ async def test_two_read_tools_in_one_round_then_an_answer(closing: list[Chat]) -
             },
         ],
     )
-    assert types(turn.events) == [
-        "tool_call",
-        "tool_call",
-        "tool_result",
-        "tool_result",
-        "text_chunk",
-        "text_chunk",
-        "done",
-    ]
+    wall_ms = (time.perf_counter() - started) * 1000
+    # In process the calls run one after another: each is announced as it starts.
+    assert tool_steps(turn.events) == "call 1, result 1, call 2, result 2"
+    assert types(turn.events[4:]) == ["text_chunk", "text_chunk", "done"]
     assert [e["sequence"] for e in turn.events] == list(range(1, 8))
+    # Each result says how long its own tool ran, measured in the kernel.
+    durations = [e["duration_ms"] for e in turn.events if e["type"] == "tool_result"]
+    assert all(isinstance(d, float) and 0 < d < wall_ms for d in durations), (durations, wall_ms)
     assert turn.events[3]["frame"] == {"rows": 3, "columns": ["name"]}
     assert turn.answer == "Bolt, Bearing, Gear."
     assert turn.usage == {"input_tokens": 16, "output_tokens": 6}
@@ -79,6 +88,7 @@ async def test_two_read_tools_in_one_round_then_an_answer(closing: list[Chat]) -
         "call-2",
     ]  # native tool results, in order
     assert results[1].tool_result["total_count"] == 28
+    assert "duration_ms" not in repr(provider.requests)  # a display field: the model never sees it
 
 
 async def test_a_failing_tool_is_a_result_the_model_corrects(closing: list[Chat]) -> None:
@@ -130,6 +140,39 @@ async def test_bad_messages_are_refused(closing: list[Chat]) -> None:
         assert turn.events[0]["message"].startswith(message)
     assert provider.requests == []
     assert await chat.conversations() == []  # nothing was stored
+
+
+async def test_remote_reads_are_announced_together_and_each_result_has_its_own_duration(
+    closing: list[Chat],
+) -> None:
+    """Over HTTP a round's reads run concurrently, so all are announced before they run; a
+    mutation the server holds for 200 ms reports at least that long."""
+    with graphql_server() as server:
+        server.hold_seconds = 0.2
+        chat, provider = chat_with(
+            [
+                {
+                    "tool_calls": [
+                        {"name": "search_managers", "args": {"query": "parts"}},
+                        QUERY_PARTS,
+                    ]
+                },
+                {"tool_calls": [CREATE]},
+                {"text": "Added Spring."},
+            ],
+            project=server.url,
+            allowed_mutations=["createPart"],
+        )
+        closing.append(chat)
+        started = time.perf_counter()
+        turn = await chat.ask("Add a part called Spring")
+        wall_ms = (time.perf_counter() - started) * 1000
+    assert tool_steps(turn.events) == "call 1, call 2, result 1, result 2, call 3, result 3"
+    search, query, mutate = (e for e in turn.events if e["type"] == "tool_result")
+    assert mutate["result"]["status"] == "executed"
+    assert 200 <= mutate["duration_ms"] < wall_ms
+    assert 0 < search["duration_ms"] < wall_ms and 0 < query["duration_ms"] < wall_ms
+    assert "duration_ms" not in repr(provider.requests)
 
 
 # -- guardrails ----------------------------------------------------------------------------------
@@ -312,7 +355,28 @@ async def test_the_three_confirmation_outcomes(
         and events[1]["mutation"] == "createPart"
     )
     assert {k: events[2]["result"][k] for k in result} == result
+    assert ("duration_ms" in events[2]) is (decision is True)  # a rejected mutation never ran
     assert await spring_count(chat) == springs
+
+
+async def test_a_mutations_duration_leaves_out_the_wait_for_the_human(
+    closing: list[Chat],
+) -> None:
+    chat, _ = chat_with(
+        [{"tool_calls": [CREATE]}, {"text": "Done."}],
+        allowed_mutations=WRITES,
+        confirm_mutations=["createPart"],
+    )
+    closing.append(chat)
+    events = []
+    async for event in chat.stream("Add a part Spring"):
+        events.append(event.to_dict())
+        if isinstance(event, ConfirmMutation):
+            await asyncio.sleep(0.3)  # the human reads the input before pressing Confirm
+            assert chat.confirm(event.id, True)
+    [result] = [e for e in events if e["type"] == "tool_result"]
+    assert result["result"]["status"] == "executed"
+    assert 0 < result["duration_ms"] < 300
 
 
 async def test_invalid_input_is_refused_before_anyone_is_asked(closing: list[Chat]) -> None:

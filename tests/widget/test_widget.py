@@ -7,6 +7,8 @@ everything behind it — the widget, the chat, the loop, the demo project — is
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from gmchat_nb import Chat
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.widget import ChatWidget
+from gmchat_nb.widget.tables import sorted_rows
 
 
 class RecordingComm:
@@ -161,6 +164,67 @@ async def test_tables_page_sort_and_become_dataframes(cleanup: list[ChatWidget])
     widget.dispatch({"type": "to_frame", "table": key, "name": "not a name"})
     widget.dispatch({"type": "to_frame", "table": "nope"})
     assert [m["code"] for m in comm.of("error")] == ["bad_event", "bad_event"]
+
+
+def test_kernel_side_sorting_orders_as_the_front_end_does() -> None:
+    rows = [
+        {"name": "Part 10", "qty": 3},
+        {"name": None, "qty": None},
+        {"name": "part 9", "qty": 1.5},
+        {"name": "", "qty": 3},
+        {"name": "Part 2", "qty": -1},
+    ]
+    by_name = [row["name"] for row in sorted_rows(rows, "name")]
+    assert by_name == ["Part 2", "part 9", "Part 10", None, ""]
+    # Empty values stay last in both directions; equal values keep their order.
+    descending = sorted_rows(rows, "qty", descending=True)
+    assert [r["name"] for r in descending] == ["Part 10", "", "part 9", "Part 2", None]
+
+
+FIRST_WIDGET_TURN = """
+import asyncio, sys
+from gmchat_nb import Chat
+from gmchat_nb.widget import ChatWidget
+
+class Comm:
+    kernel = object()
+    comm_id = "recording"
+    def __init__(self): self.messages = []
+    def send(self, data=None, metadata=None, buffers=None):
+        if isinstance(data, dict) and data.get("method") == "custom":
+            self.messages.append(data["content"])
+    def close(self, *args, **kwargs): pass
+    def on_msg(self, callback): pass
+    def on_close(self, callback): pass
+
+async def main():
+    namespace = {}
+    widget = ChatWidget(Chat(provider="offline", store=":memory:"), namespace=namespace)
+    widget.comm = comm = Comm()
+    record = await widget.run_turn("Which projects use parts made of cobalt?")
+    key = record["tables"][0]["key"]
+    widget.dispatch({"type": "table_page", "table": key, "offset": 0, "limit": 5,
+                     "sort": {"column": "name", "descending": True}})
+    pages = [m for m in comm.messages if m["type"] == "table_page"]
+    print("tables:", bool(record["tables"]), "pages:", len(pages), "pandas:", "pandas" in sys.modules)
+    widget.dispatch({"type": "to_frame", "table": key, "name": "found"})
+    print("bound:", type(namespace["found"]).__name__, "pandas:", "pandas" in sys.modules)
+    await widget.chat.aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_a_first_widget_turn_with_tables_does_not_import_pandas() -> None:
+    """Tables show, page and sort without pandas; "→ DataFrame" is what imports it."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_WIDGET_TURN], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "tables: True pages: 1 pandas: False",
+        "bound: DataFrame pandas: True",
+    ]
 
 
 async def test_unknown_and_malformed_messages_are_refused(cleanup: list[ChatWidget]) -> None:

@@ -853,11 +853,14 @@ export function summarizeArgs(name, args, max = 160) {
   return text.length > max ? `${text.slice(0, max - 1)}\u2026` : text;
 }
 
-/** `340 ms`, `2.4 s`, `1 min 5 s`. */
+/** A duration given in ms: `40 \u00b5s`, `3.4 ms`, `340 ms`, `2.4 s`, `1 min 5 s`. */
 export function formatDuration(ms) {
-  if (!Number.isFinite(ms) || ms < 0) return "";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  if (typeof ms !== "number" || !Number.isFinite(ms) || ms < 0) return "";
+  if (ms < 0.0005) return "<1 \u00b5s";
+  if (ms < 0.9995) return `${Math.round(ms * 1000)} \u00b5s`;
+  if (ms < 9.995) return `${ms.toFixed(1)} ms`;
+  if (ms < 999.5) return `${Math.round(ms)} ms`;
+  if (ms < 59950) return `${(ms / 1000).toFixed(1)} s`;
   const seconds = Math.round(ms / 1000);
   return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }
@@ -1225,19 +1228,19 @@ class TableView {
  * Turn parts: tool cards, confirmation boxes, evidence
  * ========================================================================================== */
 
-/** One tool step as a compact `<details>` card. */
+/**
+ * One tool step as a compact `<details>` card. Its duration is the kernel's measure of the tool's
+ * own run (the result's `duration_ms`), not the time between two messages reaching the browser,
+ * which would add the round's other tools and the kernel's own pauses.
+ */
 class ToolCard {
-  /**
-   * @param {{id: string, name: string, args: unknown}} call
-   * @param {boolean} live the call arrived now (so a duration can be measured)
-   */
-  constructor(call, live) {
+  /** @param {{id: string, name: string, args: unknown}} call */
+  constructor(call) {
     this.id = String(call.id);
     this.name = String(call.name || "tool");
-    this.startedAt = live ? performance.now() : null;
     this.status = "running";
-    this.statusEl = h("span", { cls: "gmchat-tool-status", text: "running" });
-    this.durationEl = h("span", { cls: "gmchat-tool-duration" });
+    this.statusEl = h("span", { cls: "gmchat-tool-status", text: "running\u2026" });
+    this.durationEl = h("span", { cls: "gmchat-tool-duration", testid: "gmchat-tool-duration" });
     this.resultEl = h("div", { cls: "gmchat-tool-result" });
     this.tableSlot = h("div", { cls: "gmchat-tool-table" });
     const summary = summarizeArgs(this.name, call.args);
@@ -1268,9 +1271,11 @@ class ToolCard {
     this.statusEl.className = `gmchat-tool-status gmchat-status-${status}`;
   }
 
-  /** The tool's result arrived. */
-  finish(event, live) {
-    if (live && this.startedAt !== null) this.durationEl.textContent = formatDuration(performance.now() - this.startedAt);
+  /** The tool's result arrived (with the kernel's `duration_ms` when the tool ran). */
+  finish(event) {
+    const duration = formatDuration(event.duration_ms);
+    this.durationEl.textContent = duration;
+    if (duration) this.durationEl.title = "time the tool ran in the kernel";
     const outcome = toolOutcome(event.result);
     const parts = [];
     if (outcome.status === "error") {
@@ -1512,7 +1517,7 @@ class TurnView {
   }
 
   /** Bring the view up to a Turn record (snapshot, turn_start or turn_end). */
-  sync(record, live) {
+  sync(record) {
     if (this.placeholder && record.question) {
       this.question = String(record.question);
       this.questionEl.textContent = this.question;
@@ -1520,12 +1525,12 @@ class TurnView {
     }
     const events = Array.isArray(record.events) ? record.events : [];
     const sequenced = events.some((e) => e && typeof e.sequence === "number");
-    this.applyEvents(sequenced ? events : events.slice(this.eventCount), live);
+    this.applyEvents(sequenced ? events : events.slice(this.eventCount));
     for (const table of Array.isArray(record.tables) ? record.tables : []) this.addTable(table);
     if (record.running === false) this.finish(record);
   }
 
-  applyEvents(events, live) {
+  applyEvents(events) {
     for (const event of events) {
       if (!event || typeof event !== "object") continue;
       if (typeof event.sequence === "number") {
@@ -1533,22 +1538,22 @@ class TurnView {
         this.lastSequence = event.sequence;
       }
       this.eventCount++;
-      this.applyEvent(event, live);
+      this.applyEvent(event);
     }
   }
 
-  applyEvent(event, live) {
+  applyEvent(event) {
     switch (event.type) {
       case "text_chunk":
         this.answerText += String(event.content ?? "");
         this.chat.markDirty(this);
         break;
       case "tool_call":
-        this.toolCard(event, live);
+        this.toolCard(event);
         break;
       case "tool_result": {
-        const card = this.tools.get(String(event.id)) || this.toolCard({ id: event.id, name: event.name, args: {} }, false);
-        card.finish(event, live);
+        const card = this.tools.get(String(event.id)) || this.toolCard({ id: event.id, name: event.name, args: {} });
+        card.finish(event);
         const box = this.confirms.get(String(event.id));
         if (box) box.resolved(event.result);
         break;
@@ -1567,11 +1572,11 @@ class TurnView {
     }
   }
 
-  toolCard(call, live) {
+  toolCard(call) {
     const id = String(call.id);
     const existing = this.tools.get(id);
     if (existing) return existing;
-    const card = new ToolCard(call, live);
+    const card = new ToolCard(call);
     this.tools.set(id, card);
     this.steps.append(card.el);
     const table = this.pendingTables.get(id);
@@ -1789,19 +1794,19 @@ class ChatView {
       case "turn_start":
         this.pendingAsk = null;
         this.clearNotice();
-        this.syncTurn(msg.turn, true);
+        this.syncTurn(msg.turn);
         this.setBusy(true);
         break;
       case "events": {
         const turn = this.turnFor(msg.turn);
-        if (turn) turn.applyEvents(Array.isArray(msg.events) ? msg.events : [], true);
+        if (turn) turn.applyEvents(Array.isArray(msg.events) ? msg.events : []);
         break;
       }
       case "table":
         this.turnFor(msg.turn)?.addTable(msg.table);
         break;
       case "turn_end":
-        if (msg.turn && typeof msg.turn === "object") this.syncTurn({ ...msg.turn, running: false }, true);
+        if (msg.turn && typeof msg.turn === "object") this.syncTurn({ ...msg.turn, running: false });
         this.setBusy(false);
         break;
       default:
@@ -1828,7 +1833,7 @@ class ChatView {
       if (!record || typeof record !== "object") return;
       const index = Number.isFinite(Number(record.index)) ? Number(record.index) : position;
       seen.add(index);
-      this.syncTurn({ ...record, index }, false);
+      this.syncTurn({ ...record, index });
     });
     for (const [index, turn] of [...this.turns]) {
       if (!seen.has(index)) {
@@ -1845,7 +1850,7 @@ class ChatView {
   }
 
   /** Create or update the view of a Turn record. */
-  syncTurn(record, live) {
+  syncTurn(record) {
     if (!record || typeof record !== "object") return null;
     const index = Number(record.index);
     if (!Number.isFinite(index)) return null;
@@ -1860,7 +1865,7 @@ class ChatView {
       this.turns.set(index, turn);
       this.insertTurn(turn);
     }
-    turn.sync(record, live);
+    turn.sync(record);
     return turn;
   }
 

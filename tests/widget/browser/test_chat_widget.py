@@ -7,6 +7,8 @@ hooks, the way an analyst would.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 from playwright.sync_api import Locator, Page, expect
@@ -38,6 +40,34 @@ RECORD_ANSWER_TEXTS = """(root) => {
     };
     new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
 }"""
+
+
+# Records every (tool, status, duration text) the tool cards show, to see the states in between.
+RECORD_TOOL_CARDS = """(root) => {
+    window.__toolCards = [];
+    const record = () => {
+        const cards = [...root.querySelectorAll('[data-testid=gmchat-tool]')].map((card) => [
+            card.dataset.tool,
+            card.dataset.status,
+            card.querySelector('[data-testid=gmchat-tool-duration]').textContent,
+        ]);
+        const state = JSON.stringify(cards);
+        const seen = window.__toolCards;
+        if (seen[seen.length - 1] !== state) seen.push(state);
+    };
+    new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true,
+        attributes: true});
+}"""
+DURATION = re.compile(r"^(<1|\d+(?:\.\d+)?) (\u00b5s|ms|s)$")
+UNIT_MS = {"\u00b5s": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def shown_ms(text: str) -> float:
+    """A card's duration text (``41 µs``, ``3.4 ms``, ``308 ms``, ``1.2 s``) in milliseconds."""
+    match = DURATION.match(text)
+    assert match is not None, f"not a duration: {text!r}"
+    number = 0.0 if match[1] == "<1" else float(match[1])
+    return number * UNIT_MS[match[2]]
 
 
 def open_result_table(root: Locator) -> Locator:
@@ -76,6 +106,42 @@ def test_a_question_streams_an_answer_and_a_result_table(
     # The first words were on screen before the last ones arrived (0.5 s later).
     texts: list[str] = page.evaluate("window.__answerTexts")
     assert any("Let me look" in text and LAST_WORDS not in text for text in texts), texts
+
+
+def test_tool_cards_show_how_long_each_tool_ran_in_the_kernel(
+    open_lab: Callable[[str], Page],
+) -> None:
+    """The query is held 0.3 s in the kernel; the search before it is quick. Each card shows its
+    own tool's time, announced as the call starts, and a card waiting for its result says so."""
+    page = open_lab("durations.ipynb")
+    root = show_chat(page, CHAT_CELL)
+    root.evaluate(RECORD_TOOL_CARDS)
+
+    ask(page, "Which materials are there?")
+
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(
+        "8 materials", timeout=15_000
+    )
+    search = root.locator("[data-testid=gmchat-tool][data-tool=search_managers]")
+    query = root.locator("[data-testid=gmchat-tool][data-tool=query]")
+    expect(search).to_have_attribute("data-status", "ok")
+    expect(query).to_have_attribute("data-status", "ok")
+    search_ms = shown_ms(search.locator("[data-testid=gmchat-tool-duration]").inner_text())
+    query_ms = shown_ms(query.locator("[data-testid=gmchat-tool-duration]").inner_text())
+    assert query_ms >= 300, query_ms  # the hold, measured around the query in the kernel
+    assert search_ms < 300, search_ms  # not the query's hold, nor the round's
+    # While the query was held, its card said it was running and showed no time yet, and the
+    # search (run and reported before the query started) already showed its own.
+    states = [
+        [tuple(card) for card in json.loads(state)] for state in page.evaluate("window.__toolCards")
+    ]
+    held = [
+        cards
+        for cards in states
+        if len(cards) == 2 and cards[1][:2] == ("query", "running") and cards[1][2] == ""
+    ]
+    assert held, states
+    assert all(cards[0][:2] == ("search_managers", "ok") and cards[0][2] for cards in held), held
 
 
 def test_to_dataframe_binds_the_result_in_the_kernel(open_lab: Callable[[str], Page]) -> None:

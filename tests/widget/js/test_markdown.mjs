@@ -390,10 +390,16 @@ test("errors, usage, durations and results", () => {
     "The provider could not complete the request. (provider_failed)");
   assert.equal(usageText({ input_tokens: 1200, output_tokens: 85 }), "1200 in \u00b7 85 out tokens");
   assert.equal(usageText(null), "");
+  // A tool_result's duration_ms: microseconds under 1 ms, milliseconds under 1 s, seconds above.
+  assert.equal(formatDuration(0.0412), "41 \u00b5s");
+  assert.equal(formatDuration(0.0002), "<1 \u00b5s");
+  assert.equal(formatDuration(0.9996), "1.0 ms");
+  assert.equal(formatDuration(3.42), "3.4 ms");
   assert.equal(formatDuration(340.4), "340 ms");
+  assert.equal(formatDuration(999.7), "1.0 s");
   assert.equal(formatDuration(2400), "2.4 s");
   assert.equal(formatDuration(65000), "1 min 5 s");
-  assert.equal(formatDuration(NaN), "");
+  for (const missing of [NaN, undefined, null, "12", -1]) assert.equal(formatDuration(missing), "");
   assert.deepEqual(toolOutcome({ status: "error", code: "unknown_manager", message: "No such manager." }),
     { status: "error", code: "unknown_manager", message: "No such manager." });
   assert.deepEqual(toolOutcome({ data: [] }), { status: "ok" });
