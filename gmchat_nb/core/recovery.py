@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from .events import ToolResult, error_event
+from .events import ChatEvent, ToolCall, ToolResult, error_event
 from .store import ChatStore, StoredMessage, TurnRecord
 
 __all__ = [
@@ -143,23 +143,35 @@ def close_turn(store: ChatStore, turn: TurnRecord, reason: str, *, now: float) -
         if call.get("id") not in answered
     ]
     journal = store.events(turn.conversation_id, turn_id=turn.id)
-    sequence = max((int(event.get("sequence") or 0) for event in journal), default=0)
+    sequence = store.last_sequence(turn.conversation_id, turn.id)
     rows: list[dict[str, Any]] = []
     events: list[tuple[int, dict[str, Any]]] = []
     confirmations: dict[str, str] = {}
     unknown: list[str] = []
     # Results stored but never journaled (a mutation that finished as its turn was cancelled):
     # the journal must tell what the store knows.
+    announced = {event.get("id") for event in journal if event.get("type") == "tool_call"}
     journaled = {event.get("id") for event in journal if event.get("type") == "tool_result"}
+    calls = {str(c.get("id")): c for m in messages if m.role == "assistant" for c in m.tool_calls}
+
+    def journal_result(call_id: str, name: str, result: Any) -> None:
+        """A result for the journal, after its call when the call was never announced (calls
+        that run one after another are announced as each starts)."""
+        nonlocal sequence
+        found: list[ChatEvent] = []
+        if call_id not in announced:
+            args = calls.get(call_id, {}).get("args")
+            found.append(
+                ToolCall(id=call_id, name=name, args=args if isinstance(args, dict) else {})
+            )
+        found.append(ToolResult(id=call_id, name=name, result=result))
+        for event in found:
+            sequence += 1
+            events.append((sequence, event.numbered(sequence).to_dict()))
+
     for message in messages:
         if message.role == "tool" and message.tool_call_id not in journaled:
-            sequence += 1
-            event = ToolResult(
-                id=str(message.tool_call_id),
-                name=str(message.tool_name),
-                result=message.tool_result,
-            )
-            events.append((sequence, event.numbered(sequence).to_dict()))
+            journal_result(str(message.tool_call_id), str(message.tool_name), message.tool_result)
     for call in pending:
         result, settled = _settle(store, turn, call, now)
         if settled is not None:
@@ -174,9 +186,7 @@ def close_turn(store: ChatStore, turn: TurnRecord, reason: str, *, now: float) -
                 "tool_result": result,
             }
         )
-        sequence += 1
-        event = ToolResult(id=str(call["id"]), name=str(call["name"]), result=result)
-        events.append((sequence, event.numbered(sequence).to_dict()))
+        journal_result(str(call["id"]), str(call["name"]), result)
     note = _note(reason, unknown)
     rows.append({"role": "assistant", "content": f"({note})"})
     sequence += 1

@@ -311,6 +311,8 @@ class TurnRun:
         self._ended = False
         self._engine_loop = engine.loop
         self._woken_once = False
+        # After the first event the turn steps aside once (see _pump).
+        self._step_aside = False
         self._future: concurrent.futures.Future[None] = engine.submit(self._pump(events))
 
     async def _pump(self, events: AsyncIterator[ChatEvent]) -> None:
@@ -326,6 +328,12 @@ class TurnRun:
                     self._deliver(_DONE)
                 else:
                     self._deliver(delivery, wake=self._streaming)
+                    if self._step_aside:
+                        # One pass of the engine's loop polls its selector, which lets go of the
+                        # GIL: the transport's thread, just woken, writes the first frame now
+                        # instead of after the interpreter's 5 ms switch interval.
+                        self._step_aside = False
+                        await asyncio.sleep(0)
         except Exception as error:
             self._deliver(_Failed(error))
             raise
@@ -340,11 +348,13 @@ class TurnRun:
             if self._wake_pending or not wake:
                 return
             self._wake_pending = True
-        if self._woken_once:
-            self._engine_loop.call_soon(self._wake)  # after the turn's current step
-        else:
-            self._woken_once = True
+            first = not self._woken_once
+            if first:
+                self._woken_once = self._step_aside = True
+        if first:
             self._wake()
+        else:
+            self._engine_loop.call_soon(self._wake)  # after the turn's current step
 
     def _wake(self) -> None:
         with contextlib.suppress(RuntimeError):  # the transport's loop has closed

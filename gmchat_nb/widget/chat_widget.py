@@ -20,7 +20,7 @@ import traitlets
 
 from ..core.events import ChatEvent, Error, TextChunk, ToolResult
 from ..core.project.project import QueryOutcome
-from ..core.settings import DEMO_PROJECTS
+from ..core.project.targets import demo_name
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .tables import ResultTable
 
@@ -336,8 +336,9 @@ def _for_display(event: ChatEvent) -> dict[str, Any]:
 def evidence_code(outcome: QueryOutcome, chat: Chat) -> str:
     """A notebook cell that re-runs exactly this query and returns its DataFrame."""
     target = chat.settings.project
-    if target in DEMO_PROJECTS:
-        connect = f"project = gmchat_nb.demo_project({'' if target in ('demo', 'inventory') else repr(target)})"
+    demo = demo_name(target)
+    if demo is not None:
+        connect = f"project = gmchat_nb.demo_project({'' if demo == 'inventory' else repr(demo)})"
     else:
         exposed = list(chat.settings.exposed_managers or [])
         connect = f"project = await gmchat_nb.connect({target!r}, exposed={exposed!r})"

@@ -5,13 +5,18 @@ the demo project, a scripted provider playing the model)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
+from gmchat_nb.core.recovery import recover
 from gmchat_nb.core.store import ChatStore
 
 from ..graphql_server import graphql_server
@@ -182,3 +187,39 @@ def test_a_version_1_store_gains_the_turns_table_when_opened(tmp_path: Path) -> 
     with ChatStore(path) as store:
         assert store.conversation(cid) is not None
         assert store.turns(state="running") == []
+
+
+def test_recovery_journals_every_answered_call_after_its_announcement(tmp_path: Path) -> None:
+    """A process that died between two in-process reads had announced only the first: the
+    closing journal announces the second before answering it, so every result follows its call."""
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    dead = f"{socket.gethostname()}:{finished.pid}:0"
+    with ChatStore(tmp_path / "chat.sqlite3") as store:
+        cid = store.create_conversation("local:ada").id
+        calls = [{"id": f"c{n}", "name": "query", "args": {"manager": "Part"}} for n in (1, 2)]
+        store.record_turn(
+            cid,
+            "t1",
+            [
+                {"role": "user", "content": "Which parts?"},
+                {"role": "assistant", "content": "", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "c1", "tool_name": "query", "tool_result": {}},
+            ],
+            [
+                (1, {"type": "tool_call", "id": "c1", "name": "query", "args": {}}),
+                (2, {"type": "tool_result", "id": "c1", "name": "query", "result": {}}),
+            ],
+            state="running",
+            owner=dead,
+        )
+        assert recover(store, now=time.time()) == 1
+        journal = store.events(cid)
+    assert [(e["type"], e.get("id")) for e in journal] == [
+        ("tool_call", "c1"),
+        ("tool_result", "c1"),
+        ("tool_call", "c2"),
+        ("tool_result", "c2"),
+        ("error", None),
+    ]
+    assert journal[3]["result"]["code"] == "interrupted"

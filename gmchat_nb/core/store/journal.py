@@ -75,6 +75,14 @@ class EventJournal(Database):
             require_conversation(connection, conversation_id)
             insert_events(connection, conversation_id, turn_id, rows, time.time())
 
+    def last_sequence(self, conversation_id: str, turn_id: str) -> int:
+        """The highest sequence journaled for the turn (0 when none)."""
+        rows = self._read(
+            "SELECT MAX(sequence) FROM events WHERE conversation_id = ? AND turn_id = ?",
+            (conversation_id, turn_id),
+        )
+        return int(rows[0][0] or 0)
+
     def events(
         self,
         conversation_id: str,

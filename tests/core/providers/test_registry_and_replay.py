@@ -98,9 +98,15 @@ def test_malformed_scripts_are_refused(tmp_path: Path) -> None:
 async def ask(provider: Any, question: str) -> list[dict[str, Any]]:
     chat = Chat(provider=provider, store=":memory:")
     try:
-        return (await chat.ask(question)).events
+        return untimed((await chat.ask(question)).events)
     finally:
         await chat.aclose()
+
+
+def untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events without the tools' measured durations: those differ in every run, replayed
+    or not; everything else replays exactly."""
+    return [{k: v for k, v in event.items() if k != "duration_ms"} for event in events]
 
 
 async def test_a_recorded_turn_replays_identically_offline(script: Path, tmp_path: Path) -> None:

@@ -17,8 +17,13 @@ from .lab import CHROMIUM, CHROMIUM_FLAGS, JupyterLab, open_notebook
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     """pytest-playwright launches Debian's chromium (``playwright install`` needs the internet)."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"the browser tests need {CHROMIUM}: apt-get install chromium (see .ci/run)")
+    if CHROMIUM is None or not Path(CHROMIUM).exists():
+        pytest.fail(
+            "The browser tests drive Chromium and found none on PATH: install it (Debian/Ubuntu: "
+            "apt-get install chromium, as .ci/run does) or set GMCHAT_CHROMIUM to a Chromium or "
+            "Chrome binary.",
+            pytrace=False,
+        )
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
 
 

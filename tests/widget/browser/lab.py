@@ -42,7 +42,28 @@ __all__ = [
     "wait_for_kernel_idle",
 ]
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's and Ubuntu's packages, Fedora's, Homebrew's Chromium and Chrome, in that order;
+# GMCHAT_CHROMIUM names any other browser binary.
+_CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+_CHROMIUM_APPS = (
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+)
+
+
+def find_chromium() -> str | None:
+    """The Chromium (or Chrome) binary to drive, wherever the platform keeps it; None if none."""
+    configured = os.environ.get("GMCHAT_CHROMIUM")
+    if configured:
+        return configured
+    for name in _CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return next((app for app in _CHROMIUM_APPS if Path(app).exists()), None)
+
+
+CHROMIUM = find_chromium()
 CHROMIUM_FLAGS = [
     "--no-sandbox",  # CI runs as root
     "--disable-gpu",
