@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .chat import Chat, Turn
 from .core.project import connect, demo_project
 from .core.settings import load_settings
@@ -9,9 +11,16 @@ from .core.settings import load_settings
 __all__ = ["Chat", "Turn", "connect", "demo_project", "load_settings"]
 __version__ = "0.1.0"
 
+if "IPython" in sys.modules:  # a notebook kernel: `chat` as a cell's last line shows its panel
+    from .widget.display import register_display
+
+    register_display()
+
 
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext gmchat_nb``: registers ``%%gmchat`` and ``%gmchat config``."""
+    from .widget.display import register_display
     from .widget.magics import load_ipython_extension as load
 
+    register_display(ipython)
     load(ipython)

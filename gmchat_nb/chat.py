@@ -6,7 +6,9 @@
 
 Every turn's events stream through :meth:`Chat.stream` (the widget and the server consume it);
 :meth:`Chat.ask` collects them into a :class:`Turn` with the answer, one pandas DataFrame per
-successful query and an evidence table that says where every number came from.
+successful query and an evidence table that says where every number came from. In a notebook a
+``Chat`` shows its chat panel: :mod:`gmchat_nb.widget` tells IPython how to display one (the
+widget is a view on the chat, so it knows the chat and the chat does not know it).
 """
 
 from __future__ import annotations
@@ -149,7 +151,6 @@ class Chat:
         self._project: Project | None = None
         self._owns_project = False
         self.turns: list[Turn] = []
-        self._widget: Any = None
         self._dates: dict[str, set[str]] | None = None  # date columns by manager, for frames
 
     # -- lazily connected parts ------------------------------------------------------------------
@@ -296,18 +297,6 @@ class Chat:
             await self._project.aclose()
         self._session = None
         self._project = None
-
-    def widget(self) -> Any:
-        """The chat panel for this chat (one per chat; every display shows a view of it)."""
-        if self._widget is None:
-            from .widget import ChatWidget
-
-            self._widget = ChatWidget(self)
-        return self._widget
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """``chat`` as a cell's last line shows the chat panel (text where widgets cannot)."""
-        return self.widget()._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
         project = self._project.label if self._project else self.settings.project

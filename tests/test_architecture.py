@@ -73,8 +73,6 @@ KNOWN_LAYER_VIOLATIONS = frozenset(
     {
         # Project.call_tool / Project.tool_definitions import core.tools inside the methods.
         ("gmchat_nb.core.project.project", "gmchat_nb.core.tools"),
-        # Chat.widget() imports the widget inside the method; widget.magics imports Chat.
-        ("gmchat_nb.chat", "gmchat_nb.widget"),
     }
 )
 

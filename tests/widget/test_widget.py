@@ -335,3 +335,28 @@ def test_the_magics(tmp_path: Path) -> None:
     )
     with pytest.raises(Exception, match="max_results"):
         shell.run_line_magic("gmchat", "config max_result=5")
+
+
+def test_a_chat_displays_as_its_panel_in_ipython() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from gmchat_nb.widget import panel, register_display
+
+    shell = InteractiveShell.instance()
+    assert register_display(shell)
+    chat = Chat(provider="offline", store=":memory:")
+    data, _ = shell.display_formatter.format(chat)
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"] == "ChatWidget(project='demo', turns=0)"
+    again, _ = shell.display_formatter.format(chat)
+    assert again["application/vnd.jupyter.widget-view+json"]["model_id"] == panel(chat).model_id
+
+
+def test_importing_gmchat_nb_outside_a_notebook_loads_no_widget_library() -> None:
+    code = (
+        "import sys, gmchat_nb\n"
+        "loaded = [m for m in ('IPython', 'ipywidgets', 'anywidget') if m in sys.modules]\n"
+        "print(loaded)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
