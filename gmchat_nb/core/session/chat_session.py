@@ -1,129 +1,44 @@
-"""A conversation: persistence, context window, limits, audit, hooks and confirmations.
+"""The conversation: :class:`ChatSession`, what the notebook API, the widget and the server
+extension drive.
 
-:class:`ChatSession` is what the notebook API, the widget and the server extension drive. It
-owns one conversation of one actor in the store, builds each turn's bounded context, admits turns
-against the actor's budgets, journals every event with its sequence number, and runs the
-:class:`~gmchat_nb.core.loop.ToolLoop`. Confirmations are persisted and claimed atomically, so a
-mutation can run at most once however many processes or requests try to confirm it.
+A session owns one conversation of one actor in the store, admits turns against the actor's
+budgets, journals every event with its sequence number, runs the
+:class:`~gmchat_nb.core.loop.ToolLoop` (serving it as its :class:`~gmchat_nb.core.loop.TurnIO`)
+and ends every turn with exactly one terminal event. Confirmations are persisted and claimed
+atomically, so a mutation can run at most once however many processes or requests try to confirm
+it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import getpass
-import importlib
 import logging
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from .audit import AuditLog
-from .events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_event
-from .loop import (
-    Decision,
-    LoopLimits,
-    ToolLoop,
-    Transport,
-    TurnState,
-    complete_text,
-)
-from .project.errors import ToolError
-from .project.mutations import PreparedMutation
-from .project.project import Project, QueryOutcome
-from .prompt import build_system_prompt
-from .providers.base import (
-    BaseLLMProvider,
-    Message,
-    ProviderError,
-    TokenUsage,
-    ToolCallEvent,
-    ToolDefinition,
-)
-from .ratelimit import RateLimiter
-from .recovery import OWNER, close_turn, driving, recover
-from .settings import ChatSettings
-from .store import ChatStore, ConfirmationRecord, StoredMessage
-from .text import json_kind, lone_surrogate_at
-from .tools import ToolRun
+from ..audit import AuditLog
+from ..events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_event
+from ..loop import Decision, LoopLimits, ToolLoop, Transport, TurnState
+from ..project.mutations import PreparedMutation
+from ..project.project import Project, QueryOutcome
+from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent, ToolDefinition
+from ..ratelimit import RateLimiter
+from ..recovery import OWNER, close_turn, driving, recover
+from ..settings import ChatSettings
+from ..store import ChatStore, ConfirmationRecord, StoredMessage
+from ..tools import ToolRun
+from .actor import Actor
+from .confirmations import UNAVAILABLE, ConfirmationWaiter, resumed_turn
+from .context import bounded_context
+from .hooks import Hooks
+from .messages import conversation_title, message_row, text_refusal
+from .offer import tools_and_prompt
 
-__all__ = ["HOOK_NAMES", "Actor", "ChatSession", "Hooks"]
+__all__ = ["ChatSession"]
 
-log = logging.getLogger(__name__)
-
-HOOK_NAMES = ("message_received", "tool_called", "mutation_executed", "error")
-TITLE_LENGTH = 120
-SUMMARY_INSTRUCTIONS = (
-    "Summarise this earlier part of a conversation about a project's data in a few sentences. "
-    "Keep the facts found (names, numbers), what the user wanted, which tools gave which "
-    "results, and anything left unresolved. Write only the summary."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Actor:
-    """Who is chatting. Anonymous actors may read but never mutate."""
-
-    id: str
-    name: str = ""
-    authenticated: bool = True
-
-    @classmethod
-    def local(cls) -> Actor:
-        """The notebook's own user (authenticated: they run the kernel)."""
-        user = getpass.getuser()
-        return cls(id=f"local:{user}", name=user, authenticated=True)
-
-
-class Hooks:
-    """Callbacks per event name; a hook that raises is logged and never breaks a turn."""
-
-    def __init__(self, hooks: Mapping[str, Any] | None = None) -> None:
-        self._hooks: dict[str, list[Callable[..., Any]]] = {name: [] for name in HOOK_NAMES}
-        for name, value in (hooks or {}).items():
-            for hook in value if isinstance(value, list | tuple) else [value]:
-                self.add(name, hook)
-
-    def add(self, name: str, hook: Callable[..., Any] | str) -> None:
-        """Register ``hook`` (a callable or a dotted path) for ``name``."""
-        if name not in self._hooks:
-            raise ValueError(f"unknown hook {name!r}; hooks: {', '.join(HOOK_NAMES)}")
-        if isinstance(hook, str):
-            module, _, attribute = hook.rpartition(".")
-            hook = getattr(importlib.import_module(module), attribute)
-        if not callable(hook):
-            raise ValueError(f"hook {name!r} is not callable")
-        self._hooks[name].append(hook)
-
-    def fire(self, name: str, **payload: Any) -> None:
-        """Call every hook for ``name``."""
-        for hook in self._hooks.get(name, ()):
-            try:
-                hook(**payload)
-            except Exception:
-                log.exception("the %s hook %r raised; the turn goes on", name, hook)
-
-
-class _Waiter:
-    """One pending confirmation in this process: a future with a deadline."""
-
-    def __init__(self, session: ChatSession, confirmation_id: str, timeout: float) -> None:
-        self.session = session
-        self.confirmation_id = confirmation_id
-        self.timeout = timeout
-        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-    async def wait(self) -> Decision:
-        try:
-            confirmed = await asyncio.wait_for(asyncio.shield(self.future), self.timeout)
-        except TimeoutError:
-            self.session._expire(self.confirmation_id)
-            return "timed_out"
-        finally:
-            self.session._waiters.pop(self.confirmation_id, None)
-        return self.session._claim(self.confirmation_id, confirmed)
+log = logging.getLogger(__package__)  # the session's logger, as before it became a package
 
 
 class ChatSession:
@@ -161,14 +76,14 @@ class ChatSession:
         self.conversation_id = conversation_id
         self.outcomes: dict[str, QueryOutcome] = {}  # the current turn's, by tool call id
         self._busy = False
-        self._waiters: dict[str, _Waiter] = {}
+        self._waiters: dict[str, ConfirmationWaiter] = {}
         self._turn: TurnState | None = None
         self._untitled = untitled
         self._unsaved: list[dict[str, Any]] = []
         self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
         self._mutations = tuple(allowed)
-        tools, self._system_prompt = _offer(project, settings, self._mutations)
+        tools, self._system_prompt = tools_and_prompt(project, settings, self._mutations)
         self._tools = list(tools)
 
     # -- public --------------------------------------------------------------------------------
@@ -211,7 +126,7 @@ class ChatSession:
         a UTF-16 pair, which no UTF-8 store or socket can carry) — is refused with
         ``bad_message`` before anything is stored; nothing is silently changed.
         """
-        refusal = _text_refusal(text)
+        refusal = text_refusal(text)
         if refusal is not None:
             yield error_event("bad_message", message=refusal)
             return
@@ -255,9 +170,11 @@ class ChatSession:
         if not decision.allowed:
             return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
         if self.conversation_id is None:
-            self.conversation_id = self.store.create_conversation(self.actor.id, _title(text)).id
+            self.conversation_id = self.store.create_conversation(
+                self.actor.id, conversation_title(text)
+            ).id
         elif self._untitled:
-            self.store.rename_conversation(self.conversation_id, _title(text))
+            self.store.rename_conversation(self.conversation_id, conversation_title(text))
         self._untitled = False
         return None
 
@@ -303,7 +220,7 @@ class ChatSession:
                 owner=OWNER,
             )
         if record is None:
-            yield error_event(unavailable_code, message=_UNAVAILABLE)
+            yield error_event(unavailable_code, message=UNAVAILABLE)
             return
         self._busy = True
         try:
@@ -321,7 +238,7 @@ class ChatSession:
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
         self._turn = state
-        self._unsaved.append(_message_dict(message))
+        self._unsaved.append(message_row(message))
 
     def checkpoint(self) -> None:
         """Write what the turn has so far now (before and after a data change)."""
@@ -374,7 +291,7 @@ class ChatSession:
 
     async def open_confirmation(
         self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
-    ) -> _Waiter:
+    ) -> ConfirmationWaiter:
         """Persist the pending confirmation; the returned waiter resolves it."""
         assert self.conversation_id is not None
         now = self.clock()
@@ -396,7 +313,9 @@ class ChatSession:
                 },
             )
         )
-        waiter = _Waiter(self, call.id, timeout)
+        waiter = ConfirmationWaiter(
+            call.id, timeout, claim=self._claim, expire=self._expire, waiting=self._waiters
+        )
         if wait:
             self._waiters[call.id] = waiter
         return waiter
@@ -429,10 +348,20 @@ class ChatSession:
         with driving(conversation_id, state.turn_id):
             try:
                 self._flush(turn_state="running")  # the context is read from the store
-                messages = await self._context(state, pending_tail=resumed is not None)
+                messages = await bounded_context(
+                    self.store,
+                    self.provider,
+                    self,
+                    conversation_id,
+                    state,
+                    system_prompt=self._system_prompt,
+                    summarize_after=self.settings.summarize_after,
+                    max_recent=self.settings.max_recent_messages,
+                    pending_tail=resumed is not None,
+                )
                 events: AsyncIterator[ChatEvent] = loop.run(messages, state)
                 if resumed is not None:
-                    events = self._resumed(loop, messages, state, *resumed)
+                    events = resumed_turn(loop, messages, state, *resumed)
                 async for event in events:
                     sequence += 1
                     numbered = event.numbered(sequence)
@@ -495,7 +424,7 @@ class ChatSession:
         if isinstance(terminal, Error) and terminal.code != "confirmation_required_transport":
             # Leave no dangling question: the next turn's context says this one failed.
             self._unsaved.append(
-                _message_dict(
+                message_row(
                     Message(
                         "assistant", f"(This request ended without an answer: {terminal.code}.)"
                     )
@@ -535,28 +464,6 @@ class ChatSession:
                 owner=OWNER,
             )
 
-    async def _resumed(
-        self,
-        loop: ToolLoop,
-        messages: list[Message],
-        state: TurnState,
-        record: ConfirmationRecord,
-        decision: Decision,
-    ) -> AsyncIterator[ChatEvent]:
-        call_data = record.turn_state.get("call", {})
-        call = ToolCallEvent(
-            str(call_data.get("id", record.id)), "mutate", dict(call_data.get("args", {}))
-        )
-        try:
-            prepared = loop.prepare(call.args)
-        except ToolError as error:  # the schema or the allow-list changed since it was asked
-            yield await loop.record_result(messages, call, ToolRun(error.to_result()), state)
-        else:
-            async for event in loop.finish_mutation(messages, call, prepared, decision, state):
-                yield event
-        async for event in loop.run(messages, state):
-            yield event
-
     def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
         assert self.conversation_id is not None
         record = self.store.claim_confirmation(
@@ -586,172 +493,3 @@ class ChatSession:
             self.store.finish_confirmation(
                 self.conversation_id, confirmation_id, "expired", now=self.clock()
             )
-
-    async def _context(self, state: TurnState, *, pending_tail: bool) -> list[Message]:
-        """The bounded context: system prompt, summary of older messages, the recent window."""
-        assert self.conversation_id is not None
-        stored = self.store.messages(self.conversation_id)
-        start = _window_start(
-            stored, self.settings.summarize_after, self.settings.max_recent_messages
-        )
-        messages = [Message("system", self._system_prompt)]
-        if start > 0:
-            summary = await self._summary(stored[:start], state)
-            if summary:
-                messages.append(
-                    Message("system", f"Summary of the earlier conversation: {summary}")
-                )
-        messages.extend(_to_provider(stored[start:], pending_tail=pending_tail))
-        return messages
-
-    async def _summary(self, older: list[StoredMessage], state: TurnState) -> str:
-        """The summary covering exactly ``older``: reused when its marker matches, else made."""
-        assert self.conversation_id is not None
-        record = self.store.conversation(self.conversation_id)
-        through = older[-1].id
-        if record is not None and record.summary and record.summarized_through == through:
-            return record.summary
-        lines = "\n".join(_summary_line(message) for message in older)
-        state.rounds += 1  # a summary is a provider round like any other
-        try:
-            text, usage = await complete_text(
-                self.provider,
-                [Message("system", SUMMARY_INSTRUCTIONS), Message("user", lines)],
-            )
-        except (ProviderError, TimeoutError) as error:
-            self.provider_failed(error)
-            return ""
-        state.add_usage(usage)
-        self.record_usage(usage)
-        if text.strip():
-            self.store.set_summary(self.conversation_id, text.strip(), through)
-        return text.strip()
-
-
-_UNAVAILABLE = (
-    "There is no pending confirmation with that id in this conversation: it is unknown, was "
-    "already decided, or expired."
-)
-
-
-def _text_refusal(text: Any) -> str | None:
-    """Why a user message cannot be accepted, or None."""
-    if text is None:
-        return "Message text is required."
-    if not isinstance(text, str):
-        return f"Message text must be a string, not {json_kind(text)}."
-    if not text.strip():
-        return "Message text is required."
-    position = lone_surrogate_at(text)
-    if position is not None:
-        return (
-            f"Message text has a lone surrogate (U+{ord(text[position]):04X}) at character "
-            f"{position}, which is not valid Unicode; send the text as valid UTF-8."
-        )
-    return None
-
-
-def _message_dict(message: Message) -> dict[str, Any]:
-    """A provider message as :meth:`ChatStore.record_turn` takes it."""
-    return {
-        "role": message.role,
-        "content": message.content,
-        "tool_calls": [
-            {"id": call.id, "name": call.name, "args": call.args} for call in message.tool_calls
-        ],
-        "tool_call_id": message.tool_call_id,
-        "tool_name": message.tool_name,
-        "tool_result": message.tool_result,
-    }
-
-
-# What a session offers the model depends only on the project and three settings, and building it
-# (the tool schemas copied, the prompt written from the index) cost more than a small turn's
-# queries; the server opens a session per request. Shared read-only: providers never change them.
-_OFFERS: weakref.WeakKeyDictionary[
-    Project, dict[tuple[Any, ...], tuple[tuple[ToolDefinition, ...], str]]
-] = weakref.WeakKeyDictionary()
-
-
-def _offer(
-    project: Project, settings: ChatSettings, mutations: tuple[str, ...]
-) -> tuple[tuple[ToolDefinition, ...], str]:
-    """The tools and the system prompt for ``project`` under these settings (built once)."""
-    key = (settings.tool_strategy, settings.system_prompt, mutations)
-    offers = _OFFERS.setdefault(project, {})
-    offer = offers.get(key)
-    if offer is None:
-        tools = tuple(
-            ToolDefinition.from_dict(tool)
-            for tool in project.tool_definitions(settings.tool_strategy)
-            if tool["name"] != "mutate" or mutations
-        )
-        prompt = build_system_prompt(
-            project.index, developer_instructions=settings.system_prompt, mutations=mutations
-        )
-        offer = offers[key] = (tools, prompt)
-    return offer
-
-
-def _title(text: str) -> str:
-    """The first eight words of the first question, at most 120 characters."""
-    words = text[:2000].split()
-    title = " ".join(words[:8]) + ("…" if len(words) > 8 else "")
-    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
-
-
-def _window_start(stored: list[StoredMessage], summarize_after: int, max_recent: int) -> int:
-    """Where the verbatim window begins: everything fits, or the last ``max_recent`` messages
-    moved back so no tool result loses its call, and the latest tool exchange always kept."""
-    if len(stored) <= summarize_after:
-        return 0
-    start = max(0, len(stored) - max_recent)
-    latest_tool = max((i for i, m in enumerate(stored) if m.role == "tool"), default=-1)
-    if 0 <= latest_tool < start:
-        start = latest_tool
-    while start > 0 and stored[start].role == "tool":
-        start -= 1
-    return start
-
-
-def _to_provider(stored: Iterable[StoredMessage], *, pending_tail: bool) -> list[Message]:
-    """Stored rows as provider messages; a tool exchange missing results becomes plain text."""
-    rows = list(stored)
-    answered = {m.tool_call_id for m in rows if m.role == "tool"}
-    messages: list[Message] = []
-    for position, row in enumerate(rows):
-        if row.role == "assistant" and row.tool_calls:
-            calls = tuple(
-                ToolCallEvent(str(call["id"]), str(call["name"]), dict(call.get("args") or {}))
-                for call in row.tool_calls
-            )
-            complete = all(call.id in answered for call in calls)
-            is_tail = position == len(rows) - 1
-            if complete or (pending_tail and is_tail):
-                messages.append(Message("assistant", row.content, tool_calls=calls))
-            else:
-                names = ", ".join(call.name for call in calls)
-                messages.append(
-                    Message("assistant", f"{row.content}\n(Unfinished tool call: {names}.)".strip())
-                )
-        elif row.role == "tool":
-            messages.append(
-                Message(
-                    "tool",
-                    tool_call_id=row.tool_call_id,
-                    tool_name=row.tool_name,
-                    tool_result=row.tool_result,
-                )
-            )
-        elif row.role in ("user", "assistant", "system"):
-            messages.append(Message(row.role, row.content))  # type: ignore[arg-type]
-    return messages
-
-
-def _summary_line(message: StoredMessage) -> str:
-    if message.role == "tool":
-        return f"tool:{message.tool_name}: {str(message.tool_result)[:800]}"
-    if message.tool_calls:
-        calls = ", ".join(f"{call['name']}({call.get('args')})" for call in message.tool_calls)
-        return f"assistant (called {calls}): {message.content}"
-    return f"{message.role}: {message.content}"

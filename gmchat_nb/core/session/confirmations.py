@@ -1,0 +1,82 @@
+"""Confirmations from the session's side: a confirmation waited on in this process
+(:class:`ConfirmationWaiter`), the turn resumed after a persisted one was decided
+(:func:`resumed_turn`), and what a confirm request is told when there is nothing to decide."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from ..events import ChatEvent
+from ..loop import Decision, ToolLoop, TurnState
+from ..project.errors import ToolError
+from ..providers.base import Message, ToolCallEvent
+from ..store import ConfirmationRecord
+from ..tools import ToolRun
+
+__all__ = ["UNAVAILABLE", "ConfirmationWaiter", "resumed_turn"]
+
+UNAVAILABLE = (
+    "There is no pending confirmation with that id in this conversation: it is unknown, was "
+    "already decided, or expired."
+)
+
+
+class ConfirmationWaiter:
+    """One pending confirmation in this process: a future with a deadline.
+
+    The human's answer becomes the loop's decision through ``claim`` (which claims the
+    confirmation in the store); a deadline that passes first goes to ``expire``. Either way the
+    waiter then leaves ``waiting``, the session's waiters by confirmation id.
+    """
+
+    def __init__(
+        self,
+        confirmation_id: str,
+        timeout: float,
+        *,
+        claim: Callable[[str, bool], Decision],
+        expire: Callable[[str], None],
+        waiting: dict[str, ConfirmationWaiter],
+    ) -> None:
+        self.confirmation_id = confirmation_id
+        self.timeout = timeout
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._claim = claim
+        self._expire = expire
+        self._waiting = waiting
+
+    async def wait(self) -> Decision:
+        """The decision: claimed as confirmed or rejected, ``unavailable``, or ``timed_out``."""
+        try:
+            confirmed = await asyncio.wait_for(asyncio.shield(self.future), self.timeout)
+        except TimeoutError:
+            self._expire(self.confirmation_id)
+            return "timed_out"
+        finally:
+            self._waiting.pop(self.confirmation_id, None)
+        return self._claim(self.confirmation_id, confirmed)
+
+
+async def resumed_turn(
+    loop: ToolLoop,
+    messages: list[Message],
+    state: TurnState,
+    record: ConfirmationRecord,
+    decision: Decision,
+) -> AsyncIterator[ChatEvent]:
+    """The rest of a turn suspended at ``record``: its mutation finished as ``decision`` says
+    (or refused as a tool result when it can no longer be prepared), then the loop goes on."""
+    call_data = record.turn_state.get("call", {})
+    call = ToolCallEvent(
+        str(call_data.get("id", record.id)), "mutate", dict(call_data.get("args", {}))
+    )
+    try:
+        prepared = loop.prepare(call.args)
+    except ToolError as error:  # the schema or the allow-list changed since it was asked
+        yield await loop.record_result(messages, call, ToolRun(error.to_result()), state)
+    else:
+        async for event in loop.finish_mutation(messages, call, prepared, decision, state):
+            yield event
+    async for event in loop.run(messages, state):
+        yield event
