@@ -364,7 +364,11 @@ def test_sequences_are_tuples_and_mappings_read_only() -> None:
         ({"permission": 42}, "permission", ["callable", "dotted path"]),
         ({"provider": ""}, "provider", ["provider spec", "'offline'"]),
         ({"provider_config": ["model"]}, "provider_config", ["mapping"]),
-        ({"project": "ftp://x/graphql"}, "project", ["inventory, large", "demo:NAME", "http(s) GraphQL URL"]),
+        (
+            {"project": "ftp://x/graphql"},
+            "project",
+            ["inventory, large", "demo:NAME", "http(s) GraphQL URL"],
+        ),
         ({"hooks": {"message_recieved": "a.b"}}, "hooks.message_recieved", ["'message_received'"]),
         ({"hooks": {"error": 3}}, "hooks.error", ["callable", "dotted path"]),
         ({"headers": {"Authorization": 123}}, "headers.Authorization", ["string header value"]),

@@ -8,11 +8,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..settings import HOOK_EVENTS
+
 __all__ = ["HOOK_NAMES", "Hooks"]
 
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
 
-HOOK_NAMES = ("message_received", "tool_called", "mutation_executed", "error")
+HOOK_NAMES = HOOK_EVENTS  # the events a hook can be set for, as settings check them
 
 
 class Hooks:

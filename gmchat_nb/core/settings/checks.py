@@ -186,12 +186,6 @@ def string(key: str, value: object) -> str:
     return value
 
 
-def _non_empty_string(key: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise invalid(key, value, "a non-empty string")
-    return value
-
-
 def url_path(key: str, value: object) -> str:
     """A non-empty URL path, stored as ``"path/"``."""
     # Like GeneralManager, normalise slashes; routes are joined onto Jupyter's base_url.
