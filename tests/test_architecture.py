@@ -35,19 +35,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gmchat_nb.core.frames",
         "gmchat_nb.core.audit",
     ),
-    # The project: schema index, compiler, executors, demo projects.
+    # The project and its API: schema index, compiler, executors, the tools, demo projects.
     ("gmchat_nb.core.project",),
-    # What works on a project, each on its own: the model adapters, the tools, the system
-    # prompt and the settings (which check allowed mutations against a project).
-    (
-        "gmchat_nb.core.providers",
-        "gmchat_nb.core.tools",
-        "gmchat_nb.core.prompt",
-        "gmchat_nb.core.settings",
-    ),
+    # What works on a project, each on its own: the model adapters, the system prompt and the
+    # settings (which check allowed mutations against a project).
+    ("gmchat_nb.core.providers", "gmchat_nb.core.prompt", "gmchat_nb.core.settings"),
     # One turn's engine, and the limiter that counts provider usage.
     ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit"),
-    # Persistence belongs to the session: nothing below it (loop, tools, providers, project)
+    # Persistence belongs to the session: nothing below it (loop, providers, project and its tools)
     # may reach the store.
     ("gmchat_nb.core.store",),
     ("gmchat_nb.core.recovery",),
@@ -66,15 +61,10 @@ SESSION = "gmchat_nb.core.session"  # the highest layer of core; the surfaces ar
 # Units that stand only for their own ``__init__``, not for the modules inside them.
 CONTAINER_UNITS = frozenset({"gmchat_nb", "gmchat_nb.core"})
 
-# (importer, imported) pairs that cross a layer today; issue 12 item 8 removes them (the tools
-# belong in the project package, and chat.py and widget/ stop importing each other). Remove a
-# pair here when it is gone (test_known_layer_violations_still_exist says when); never add one.
-KNOWN_LAYER_VIOLATIONS = frozenset(
-    {
-        # Project.call_tool / Project.tool_definitions import core.tools inside the methods.
-        ("gmchat_nb.core.project.project", "gmchat_nb.core.tools"),
-    }
-)
+# (importer, imported) pairs allowed to cross a layer: none since issue 12 item 8 moved the
+# tools into the project package and made the widget the only side that knows the other. Never
+# add one; test_known_layer_violations_still_exist keeps the list honest.
+KNOWN_LAYER_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 
 # Notebook and server libraries that only the surfaces (widget, server_ext) may use.
 SURFACE_LIBRARIES = frozenset(
@@ -354,7 +344,7 @@ KNOWN = {
     "gmchat_nb.core.project",
     "gmchat_nb.core.project.index",
     "gmchat_nb.core.project.names",
-    "gmchat_nb.core.tools",
+    "gmchat_nb.core.loop",
     "gmchat_nb.core.store",
     "gmchat_nb.widget",
     "gmchat_nb.server_ext",
@@ -365,7 +355,7 @@ def test_relative_imports_resolve_to_package_modules() -> None:
     source = (
         "from .names import clip\n"
         "from . import index\n"
-        "from ..tools import dispatch\n"
+        "from ..loop import ToolLoop\n"
         "import gmchat_nb.core.store\n"
     )
     found = imports_of("gmchat_nb.core.project.compiler", source, KNOWN)
@@ -373,7 +363,7 @@ def test_relative_imports_resolve_to_package_modules() -> None:
     assert [item.imported for item in found] == [
         "gmchat_nb.core.project.names",
         "gmchat_nb.core.project.index",
-        "gmchat_nb.core.tools",
+        "gmchat_nb.core.loop",
         "gmchat_nb.core.store",
     ]
     package = imports_of("gmchat_nb.core.project", "from .index import X\n", KNOWN, is_package=True)
@@ -386,7 +376,7 @@ def test_lazy_and_type_only_imports_are_told_apart() -> None:
         "if TYPE_CHECKING:\n"
         "    from ..store import ChatStore\n"
         "def run():\n"
-        "    from ..tools import dispatch\n"
+        "    from ..loop import ToolLoop\n"
         "class Holder:\n"
         "    from .names import clip\n"
     )
@@ -396,14 +386,14 @@ def test_lazy_and_type_only_imports_are_told_apart() -> None:
     }
 
     assert found["gmchat_nb.core.store"] == (False, True)
-    assert found["gmchat_nb.core.tools"] == (True, False)
+    assert found["gmchat_nb.core.loop"] == (True, False)
     assert found["gmchat_nb.core.project.names"] == (False, False)  # class bodies run at import
 
 
 def test_an_import_up_the_layers_is_reported() -> None:
     upward = imports_of("gmchat_nb.core.project.search", "from ..store import ChatStore\n", KNOWN)
     sideways = imports_of("gmchat_nb.widget.tables", "from ..server_ext import app\n", KNOWN)
-    downward = imports_of("gmchat_nb.core.tools", "from .project import index\n", KNOWN)
+    downward = imports_of("gmchat_nb.core.loop", "from .project import index\n", KNOWN)
 
     assert list(layer_violations(upward).values()) == [
         "gmchat_nb.core.project.search imports gmchat_nb.core.store (line 1), a layer above it"

@@ -45,6 +45,7 @@ from .frames import frame_summary
 from .project.errors import ToolError
 from .project.mutations import PreparedMutation
 from .project.project import Project, QueryOutcome
+from .project.tools import ToolRun, is_read_tool, run_tool
 from .providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -58,7 +59,6 @@ from .providers.base import (
     ToolDefinition,
 )
 from .text import clean_json, clean_text
-from .tools import ToolRun, is_read_tool, run_tool
 
 __all__ = [
     "Decision",

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import tools
 from .compiler import QueryCompiler, QueryPlan, lookups_in
 from .errors import ToolError
 from .executor import ExecutionOutcome, Executor
@@ -117,15 +118,11 @@ class Project:
 
     async def call_tool(self, name: str, args: Any) -> Any:
         """Run tool ``name`` with ``args``; every failure comes back as an error result."""
-        from ..tools import dispatch
-
-        return await dispatch(self, name, args)
+        return await tools.dispatch(self, name, args)
 
     def tool_definitions(self, strategy: str = "discovery") -> list[dict[str, Any]]:
         """The tools a model is offered, as ``{name, description, input_schema}``."""
-        from ..tools import tool_definitions
-
-        return tool_definitions(self, strategy)
+        return tools.tool_definitions(self, strategy)
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -23,12 +23,12 @@ from ..events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_e
 from ..loop import Decision, LoopLimits, ToolLoop, Transport, TurnState
 from ..project.mutations import PreparedMutation
 from ..project.project import Project, QueryOutcome
+from ..project.tools import ToolRun
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent, ToolDefinition
 from ..ratelimit import RateLimiter
 from ..recovery import OWNER, close_turn, driving, recover
 from ..settings import ChatSettings
 from ..store import ChatStore, ConfirmationRecord, StoredMessage
-from ..tools import ToolRun
 from .actor import Actor
 from .confirmations import UNAVAILABLE, ConfirmationWaiter, resumed_turn
 from .context import bounded_context

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Callable
 from ..events import ChatEvent
 from ..loop import Decision, ToolLoop, TurnState
 from ..project.errors import ToolError
+from ..project.tools import ToolRun
 from ..providers.base import Message, ToolCallEvent
 from ..store import ConfirmationRecord
-from ..tools import ToolRun
 
 __all__ = ["UNAVAILABLE", "ConfirmationWaiter", "resumed_turn"]
 

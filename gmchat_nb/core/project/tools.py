@@ -1,5 +1,8 @@
 """The chat tools: their definitions (what a model is offered) and their dispatch.
 
+They are the project's API — ``Project.call_tool`` and ``Project.tool_definitions`` are these —
+so they live in the project package, below the loop that calls them.
+
 Tool names and argument names are the contract of spec/chat-api-reference.txt ("Chat tools").
 Dispatch never raises: a bad argument, an unknown manager, a GraphQL error or a bug in a tool
 comes back to the model as ``{"status": "error", "code": ..., "message": ...}``, which it can read
@@ -15,11 +18,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .project.errors import ToolError
-from .project.names import MAX_NAME_LENGTH, clip, did_you_mean, suggestion_hint
+from .errors import ToolError
+from .names import MAX_NAME_LENGTH, clip, did_you_mean, suggestion_hint
 
-if TYPE_CHECKING:
-    from .project.project import Project, QueryOutcome
+if TYPE_CHECKING:  # Project imports this module: the names are for annotations only
+    from .project import Project, QueryOutcome
 
 __all__ = ["DISCOVERY_TOOLS", "ToolRun", "dispatch", "is_read_tool", "run_tool", "tool_definitions"]
 
