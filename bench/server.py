@@ -71,12 +71,15 @@ CLIENTS = 20
 
 @contextmanager
 def jupyter_server(
-    provider: str | None = None, rate_limit: dict[str, Any] | None = None
+    provider: str | None = None,
+    rate_limit: dict[str, Any] | None = None,
+    checkout: Path | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`jupyter server` with gmchat configured for the benchmark: (process, port).
 
     The provider is the zero-latency scripted "small" workload unless one is named; no rate
-    limit unless one is given."""
+    limit unless one is given; gmchat_nb imported from ``checkout`` when given (another commit's
+    worktree, for side-by-side comparisons)."""
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         script = tmp / "rounds.yaml"
@@ -101,6 +104,7 @@ def jupyter_server(
             "JUPYTER_DATA_DIR": str(tmp / "data"),
             "HOME": str(tmp),
             "PATH": "/usr/bin:/bin",
+            **({"PYTHONPATH": str(checkout)} if checkout else {}),
         }
         process = subprocess.Popen(
             [
@@ -117,6 +121,7 @@ def jupyter_server(
                 "--ServerApp.log_level=WARN",
             ],
             env=env,
+            cwd=checkout,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -111,6 +111,8 @@ async def big_table(rows: int) -> tuple[float, float, int, int]:
     record = await widget.run_turn("All readings")
     turn_time = time.perf_counter() - started
     outcome = chat.turns[-1].outcomes[0]
+    import pandas  # noqa: F401  (timed apart: the widget imports it only for "→ DataFrame")
+
     started = time.perf_counter()
     frame = chat.turns[-1]._frame(outcome)
     frame_time = time.perf_counter() - started
@@ -138,8 +140,11 @@ async def main() -> None:
     print(f"\n## A {rows:,}-row query result\n")
     print("| measure | value |")
     print("|---|---:|")
-    print(f"| whole turn (query, DataFrame, table message) | {turn_time * 1000:,.0f} ms |")
-    print(f"| rows to DataFrame (dotted columns, dates parsed) | {frame_time * 1000:,.0f} ms |")
+    print(f"| whole turn (query, table message; no pandas) | {turn_time * 1000:,.0f} ms |")
+    print(
+        f"| rows to DataFrame on → DataFrame (dotted columns, dates parsed; pandas loaded) "
+        f"| {frame_time * 1000:,.0f} ms |"
+    )
     print(f"| table sent to the front end (first page of 25 rows) | {table_bytes:,} bytes |")
     print(f"| everything the turn sent to the front end | {sent:,} bytes |")
 

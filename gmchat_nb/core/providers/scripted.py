@@ -17,6 +17,8 @@ with this server-side message) and ``done: false`` (end the stream without a Don
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -53,17 +55,25 @@ ROUND_KEYS = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
+    """A script file parsed once per version of it: a server builds a provider for every
+    conversation, and parsing YAML cost more than a small turn's queries."""
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
 def load_rounds(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rounds from a YAML/JSON file path or a list; malformed rounds are a ValueError."""
     if isinstance(source, str | Path):
         path = Path(source)
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            stat = path.stat()
+            loaded = _parsed(str(path), stat.st_mtime_ns, stat.st_size)
         except OSError as error:
             raise ValueError(f"cannot read the script {path}: {error.strerror}") from None
         except yaml.YAMLError as error:
             raise ValueError(f"the script {path} is not valid YAML: {error}") from None
-        source = loaded if loaded is not None else []
+        source = copy.deepcopy(loaded) if loaded is not None else []
     if not isinstance(source, Sequence) or isinstance(source, str | bytes):
         raise ValueError("a script is a list of rounds")
     rounds: list[dict[str, Any]] = []

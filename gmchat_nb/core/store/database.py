@@ -45,7 +45,11 @@ def time_or_now(value: float | None) -> float:
 def bindable(parameters: Iterable[Any]) -> tuple[Any, ...]:
     """Statement parameters SQLite can bind: text with a lone surrogate (which UTF-8 cannot
     encode, so the whole statement would fail) gets U+FFFD in its place."""
-    return tuple(clean_text(value) if isinstance(value, str) else value for value in parameters)
+    values = tuple(parameters)
+    # Almost every parameter is ASCII (ids, JSON written with ensure_ascii): one cheap pass.
+    if all(value.isascii() for value in values if isinstance(value, str)):
+        return values
+    return tuple(clean_text(value) if isinstance(value, str) else value for value in values)
 
 
 class Statements:
