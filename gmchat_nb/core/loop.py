@@ -58,7 +58,7 @@ from .providers.base import (
     ToolCallEvent,
     ToolDefinition,
 )
-from .text import clean_json, clean_text
+from .text import MAX_JSON_DEPTH, clean_json, clean_text, json_depth_exceeds
 
 __all__ = [
     "Decision",
@@ -240,7 +240,15 @@ def _clean_chunk(event: TextChunkEvent) -> TextChunkEvent:
 
 
 def _clean_call(call: ToolCallEvent) -> ToolCallEvent:
-    """A tool call whose id, name, arguments and error can be stored and sent."""
+    """A tool call whose id, name, arguments and error can be stored and sent; arguments nested
+    past any use (from any provider, a custom one too) become a tool error the model sees."""
+    if json_depth_exceeds(call.args):
+        return ToolCallEvent(
+            clean_text(call.id),
+            clean_text(call.name),
+            {},
+            error=f"the arguments nest JSON more than {MAX_JSON_DEPTH} levels deep",
+        )
     cleaned = ToolCallEvent(
         clean_text(call.id),
         clean_text(call.name),
@@ -512,15 +520,16 @@ class ToolLoop:
         """
         self.io.checkpoint()
         effect = asyncio.ensure_future(self._execute(prepared))
+        cancelled: asyncio.CancelledError | None = None
         try:
             run, duration_ms = await asyncio.shield(effect)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as cancel:
+            cancelled = cancel
             run, duration_ms = await asyncio.shield(effect)  # a second cancel leaves it to recovery
-            await self.record_result(messages, call, run, state, duration_ms=duration_ms)
-            self.io.checkpoint()
-            raise
         result = await self.record_result(messages, call, run, state, duration_ms=duration_ms)
         self.io.checkpoint()
+        if cancelled is not None:
+            raise cancelled
         return result
 
     async def _execute(self, prepared: PreparedMutation) -> tuple[ToolRun, float]:

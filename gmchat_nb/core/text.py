@@ -12,7 +12,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REPLACEMENT", "clean_json", "clean_text", "json_kind", "lone_surrogate_at"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "REPLACEMENT",
+    "clean_json",
+    "clean_text",
+    "json_depth_exceeds",
+    "json_kind",
+    "lone_surrogate_at",
+]
+
+MAX_JSON_DEPTH = 32
+"""No request and no tool's arguments need deeper JSON; deeper input is refused, not walked."""
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -40,7 +51,8 @@ def clean_json(value: Any) -> Any:
     """A JSON value with :func:`clean_text` applied to every string, keys included.
 
     Values already clean come back unchanged (the same objects), so the common case allocates
-    nothing. Depth is whatever the value has: it came from a JSON parser, which bounds it.
+    nothing. It recurses: give it values no deeper than :data:`MAX_JSON_DEPTH`
+    (:func:`json_depth_exceeds` checks that without recursing).
     """
     if isinstance(value, str):
         return clean_text(value)
@@ -67,3 +79,19 @@ def json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object" if isinstance(value, dict) else "null"
+
+
+def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether containers nest deeper than ``limit`` (iterative: no recursion to exhaust)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
+        )
+    return False

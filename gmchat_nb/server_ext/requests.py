@@ -9,14 +9,11 @@ anything else: oversized, not UTF-8, not JSON, nested past any use, or not an ob
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
-from ..core.text import json_kind, lone_surrogate_at
+from ..core.text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind, lone_surrogate_at
 
-__all__ = ["MAX_DEPTH", "Refused", "decode_object", "optional_string", "required_string"]
-
-MAX_DEPTH: Final = 32
-"""No request of the contract nests deeper than 2; anything past this is refused, not walked."""
+__all__ = ["Refused", "decode_object", "optional_string", "required_string"]
 
 
 class Refused(Exception):
@@ -57,7 +54,7 @@ def decode_object(
         raise Refused(400, code, f"{what} is empty; send a JSON object.")
     if not isinstance(payload, dict):
         raise Refused(400, code, f"{what} must be a JSON object, not {json_kind(payload)}.")
-    if _depth_exceeds(payload, MAX_DEPTH):
+    if json_depth_exceeds(payload):
         raise Refused(400, code, _too_deep(what))
     return payload
 
@@ -97,17 +94,5 @@ def _check_unicode(value: str, key: str, code: str, what: str) -> None:
         )
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether containers nest deeper than ``limit`` (iterative: no recursion to exhaust)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
 def _too_deep(what: str) -> str:
-    return f"{what} nests JSON more than {MAX_DEPTH} levels deep."
+    return f"{what} nests JSON more than {MAX_JSON_DEPTH} levels deep."

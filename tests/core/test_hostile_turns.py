@@ -223,3 +223,17 @@ def test_recovery_journals_every_answered_call_after_its_announcement(tmp_path: 
         ("error", None),
     ]
     assert journal[3]["result"]["code"] == "interrupted"
+
+
+@pytest.mark.parametrize("depth", [40, 500, 950])
+async def test_arguments_nested_past_any_use_are_a_tool_error_not_a_failed_turn(
+    closing: list[Chat], depth: int
+) -> None:
+    deep = "[" * depth + "]" * depth  # 500 parses, then broke every recursive walk after it
+    args = '{"manager": "Part", "fields": ["name"], "filters": ' + deep + "}"
+    chat, _ = chat_with([{"tool_calls": [{"name": "query", "args": args}]}, {"text": "Sorry."}])
+    closing.append(chat)
+    turn = await chat.ask("Which parts?")
+    assert [e["type"] for e in turn.events] == ["tool_call", "tool_result", "text_chunk", "done"]
+    assert turn.events[1]["result"]["code"] == "invalid_arguments"
+    assert "nest JSON" in turn.events[1]["result"]["message"]
