@@ -61,11 +61,6 @@ SESSION = "gmchat_nb.core.session"  # the highest layer of core; the surfaces ar
 # Units that stand only for their own ``__init__``, not for the modules inside them.
 CONTAINER_UNITS = frozenset({"gmchat_nb", "gmchat_nb.core"})
 
-# (importer, imported) pairs allowed to cross a layer: none since issue 12 item 8 moved the
-# tools into the project package and made the widget the only side that knows the other. Never
-# add one; test_known_layer_violations_still_exist keeps the list honest.
-KNOWN_LAYER_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
-
 # Notebook and server libraries that only the surfaces (widget, server_ext) may use.
 SURFACE_LIBRARIES = frozenset(
     {"IPython", "ipywidgets", "anywidget", "traitlets", "tornado", "jupyter_server"}
@@ -287,14 +282,10 @@ def test_every_unit_of_the_layers_exists() -> None:
 
 
 def test_imports_only_go_down_the_layers() -> None:
-    violations = layer_violations(IMPORTS)
-    new = [text for pair, text in sorted(violations.items()) if pair not in KNOWN_LAYER_VIOLATIONS]
-    assert not new, "imports that cross the layers of DESIGN.md:\n" + "\n".join(new)
-
-
-def test_known_layer_violations_still_exist() -> None:
-    fixed = sorted(KNOWN_LAYER_VIOLATIONS - set(layer_violations(IMPORTS)))
-    assert not fixed, f"no longer violations; remove them from KNOWN_LAYER_VIOLATIONS: {fixed}"
+    # None crosses since issue 12 item 8 moved the tools into the project package and made the
+    # widget the only side that knows Chat; there is no list of exceptions to grow.
+    crossing = [text for _, text in sorted(layer_violations(IMPORTS).items())]
+    assert not crossing, "imports that cross the layers of DESIGN.md:\n" + "\n".join(crossing)
 
 
 def test_core_never_imports_a_surface() -> None:

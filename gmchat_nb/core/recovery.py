@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .events import ChatEvent, ToolCall, ToolResult, error_event
-from .store import ChatStore, StoredMessage, TurnRecord
+from .store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 
 __all__ = [
     "OWNER",
@@ -208,7 +208,7 @@ def _undecidable(store: ChatStore, turn: TurnRecord, now: float) -> bool:
     """A suspended turn none of whose confirmations can still be confirmed."""
     for message in _messages_of(store, turn):
         for call in message.tool_calls:
-            record = store.confirmation(turn.conversation_id, str(call.get("id")))
+            record = _confirmation_of(store, turn, call)
             if record is not None and (
                 record.state == "claimed" or (record.state == "pending" and record.expires_at > now)
             ):
@@ -230,12 +230,7 @@ def _settle(
         }, None
     args: dict[str, Any] = call["args"] if isinstance(call.get("args"), dict) else {}
     mutation = str(args.get("mutation") or "the mutation")
-    record = store.confirmation(turn.conversation_id, str(call.get("id")))
-    if record is not None and record.turn_state.get("state", {}).get("turn_id") not in (
-        None,
-        turn.id,
-    ):
-        record = None  # a confirmation of another turn that reused the call id
+    record = _confirmation_of(store, turn, call)
     if record is not None and (
         record.state == "expired" or (record.state == "pending" and record.expires_at <= now)
     ):
@@ -294,4 +289,14 @@ def _note(reason: str, unknown: list[str]) -> str:
 
 
 def _messages_of(store: ChatStore, turn: TurnRecord) -> list[StoredMessage]:
-    return [m for m in store.messages(turn.conversation_id) if m.turn_id == turn.id]
+    return store.messages(turn.conversation_id, turn_id=turn.id)
+
+
+def _confirmation_of(
+    store: ChatStore, turn: TurnRecord, call: dict[str, Any]
+) -> ConfirmationRecord | None:
+    """The confirmation of this call in this turn (a later turn may reuse a provider's call id)."""
+    record = store.confirmation(turn.conversation_id, str(call.get("id")))
+    if record is None or record.turn_state.get("state", {}).get("turn_id") not in (None, turn.id):
+        return None
+    return record

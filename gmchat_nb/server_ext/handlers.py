@@ -112,13 +112,17 @@ class GMChatHandler(APIHandler):
             log.exception("gmchat could not open a chat session")
             raise Refused(503, "chat_error", UNAVAILABLE) from None
 
-    async def collect(self, session: ChatSession, run: TurnRun) -> None:
-        """Drain a turn into the ``{events, answer, conversation_id}`` envelope."""
+    async def drain(self, run: TurnRun) -> list[Delivery]:
+        """Every event of a turn (a disconnect meanwhile cancels it)."""
         self._run = run
         deliveries: list[Delivery] = []
         while (delivery := await run.next()) is not None:
             deliveries.append(delivery)
-        self.finish(envelope(deliveries, session.conversation_id))
+        return deliveries
+
+    async def collect(self, session: ChatSession, run: TurnRun) -> None:
+        """Drain a turn into the ``{events, answer, conversation_id}`` envelope."""
+        self.finish(envelope(await self.drain(run), session.conversation_id))
 
     async def begin_turn(self, transport: Any) -> tuple[ChatSession, TurnRun] | None:
         """Check a ``{"text", "conversation_id"?}`` request and start its turn; None when it was
@@ -184,10 +188,7 @@ class ConfirmHandler(GMChatHandler):
             return self.refuse(refused)
         except TurnBusy:
             return self.refuse(BUSY)
-        self._run = run
-        deliveries: list[Delivery] = []
-        while (delivery := await run.next()) is not None:
-            deliveries.append(delivery)
+        deliveries = await self.drain(run)
         if not deliveries:  # resume yields nothing only when an in-process waiter took it
             return self.refuse(Refused(409, "bad_event", NO_PENDING_CONFIRMATION))
         only = deliveries[0].event

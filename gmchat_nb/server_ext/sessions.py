@@ -189,23 +189,13 @@ class ChatRuntime:
 
     def find_confirmation(self, actor: Actor, confirmation_id: str) -> str | None:
         """The actor's conversation holding a pending confirmation with this id, if any."""
-        for record in self.store.conversations(actor.id):
-            found = self.store.confirmation(record.id, confirmation_id)
-            if found is not None and found.state == "pending":
-                return record.id
-        return None
+        return self.store.pending_conversation(actor.id, confirmation_id)
 
     async def on_engine(self, function: Callable[..., Any], *args: Any) -> Any:
         """Run a store or session call on the engine's thread (never on the server's loop)."""
         return await self.engine.call(function, *args)
 
     # -- running turns -----------------------------------------------------------------------
-
-    def busy(self, conversation_id: str | None) -> bool:
-        """True while a turn of this conversation runs in this process."""
-        with self._running_lock:
-            run = self._running.get(conversation_id or "")
-        return run is not None and not run.done()
 
     def running_conversations(self) -> list[str]:
         """The conversations with a turn running in this process."""

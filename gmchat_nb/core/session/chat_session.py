@@ -339,7 +339,7 @@ class ChatSession:
         assert self.conversation_id is not None
         conversation_id = self.conversation_id
         # A resumed turn goes on numbering where its journal stopped.
-        sequence = len(self.store.events(conversation_id, turn_id=state.turn_id)) if resumed else 0
+        sequence = self.store.last_sequence(conversation_id, state.turn_id) if resumed else 0
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
         loop = self._loop(transport)

@@ -75,6 +75,16 @@ class Confirmations(Database):
                 values,
             )
 
+    def pending_conversation(self, actor_id: str, confirmation_id: str) -> str | None:
+        """The actor's conversation with a pending confirmation of this id (the newest), if
+        any: one indexed look-up, however many conversations the actor has."""
+        rows = self._read(
+            "SELECT conversation_id FROM confirmations WHERE actor_id = ? AND id = ? "
+            "AND state = 'pending' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (actor_id, confirmation_id),
+        )
+        return str(rows[0][0]) if rows else None
+
     def confirmation(self, conversation_id: str, confirmation_id: str) -> ConfirmationRecord | None:
         """The confirmation in any state, or ``None``."""
         rows = self._read(

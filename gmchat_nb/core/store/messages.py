@@ -139,13 +139,17 @@ class Messages(Database):
             created_at=at,
         )
 
-    def messages(self, conversation_id: str, *, after_id: int | None = None) -> list[StoredMessage]:
-        """The conversation's messages in order (only those after ``after_id`` when given)."""
-        rows = self._read(
-            "SELECT * FROM messages WHERE conversation_id = ? AND id > ? ORDER BY id",
-            (conversation_id, -1 if after_id is None else after_id),
-        )
-        return [_message(row) for row in rows]
+    def messages(
+        self, conversation_id: str, *, after_id: int | None = None, turn_id: str | None = None
+    ) -> list[StoredMessage]:
+        """The conversation's messages in order (only those after ``after_id``, or of the turn
+        ``turn_id``, when given)."""
+        sql = "SELECT * FROM messages WHERE conversation_id = ? AND id > ?"
+        parameters: list[Any] = [conversation_id, -1 if after_id is None else after_id]
+        if turn_id is not None:
+            sql += " AND turn_id = ?"
+            parameters.append(turn_id)
+        return [_message(row) for row in self._read(sql + " ORDER BY id", parameters)]
 
     def delete_messages(self, conversation_id: str, ids: Iterable[int]) -> int:
         """Delete these messages of the conversation (a failed turn's leftovers); returns how many.
