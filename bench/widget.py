@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -123,6 +124,42 @@ async def big_table(rows: int) -> tuple[float, float, int, int]:
     return turn_time, frame_time, table_bytes, widget.sent_bytes
 
 
+FIRST_TURN = """
+import asyncio, sys, time
+sys.path.insert(0, {bench!r})
+from widget import CountingComm
+from gmchat_nb import Chat
+from gmchat_nb.widget import ChatWidget
+widget = ChatWidget(Chat(provider="offline", store=":memory:"), namespace={{}})
+widget.comm = CountingComm()
+start = time.perf_counter()
+asyncio.run(widget.run_turn("Which projects use parts made of cobalt?"))
+print(time.perf_counter() - start, "pandas" in sys.modules)
+"""
+IMPORT_PANDAS = (
+    "import time; s = time.perf_counter(); import pandas; print(time.perf_counter() - s)"
+)
+
+
+def fresh(code: str) -> list[str]:
+    """What a fresh interpreter running ``code`` printed."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def first_turn(runs: int) -> tuple[float, bool, float]:
+    """A widget's first turn with tables in a fresh process (median seconds, whether pandas got
+    imported), and ``import pandas`` alone in a fresh process (the cost it no longer pays)."""
+    code = FIRST_TURN.format(bench=str(Path(__file__).resolve().parent))
+    turns = [fresh(code) for _ in range(runs)]
+    imports = [float(fresh(IMPORT_PANDAS)[0]) for _ in range(runs)]
+    return (
+        statistics.median(float(seconds) for seconds, _ in turns),
+        any(loaded == "True" for _, loaded in turns),
+        statistics.median(imports),
+    )
+
+
 async def main() -> None:
     chunks = 2000
     print("# gmchat_nb widget benchmark (kernel side)\n")
@@ -147,6 +184,13 @@ async def main() -> None:
     )
     print(f"| table sent to the front end (first page of 25 rows) | {table_bytes:,} bytes |")
     print(f"| everything the turn sent to the front end | {sent:,} bytes |")
+    seconds, loaded, pandas_import = first_turn(5)
+    print("\n## A first offline turn in a fresh process (median of 5)\n")
+    print("| measure | value |")
+    print("|---|---:|")
+    print(f"| the widget's first turn, tables included | {seconds * 1000:,.0f} ms |")
+    print(f"| pandas imported by it | {'yes' if loaded else 'no'} |")
+    print(f"| baseline: `import pandas` alone | {pandas_import * 1000:,.0f} ms |")
 
 
 if __name__ == "__main__":
