@@ -14,6 +14,12 @@ Routes: `POST /v1/chat/completions` (openai), `POST /v1/messages` (anthropic), `
 (ollama); each streams when the body asks for it (openai/anthropic: `"stream": true`; ollama:
 unless `"stream": false`) and otherwise answers with one JSON document built from the same reply.
 
+Structured output: a `Reply(structured={...})` answers a vendor's structured request — openai
+`response_format` and ollama `format` get the value as the message's JSON text, anthropic's forced
+`tool_choice` gets a `tool_use` block for the forced tool with the value as its `input` (and
+`stop_reason: tool_use`). Any JSON value may be scripted, to test answers that are not an object.
+The request bodies are recorded like any other, so a test asserts the schema went out.
+
 Streaming event counts (what `error_after` / `stall_after` count) are the wire events in order:
 openai `data:` chunks (role chunk, one per text chunk, one per tool-call start and one per argument
 fragment, the finish chunk, the usage chunk when asked for, `[DONE]`); anthropic SSE events
@@ -131,6 +137,9 @@ class Reply:
     - `status`: answer with this HTTP error status and the vendor's error JSON instead of a stream.
     - `delay`: seconds to wait before sending the response headers (cut short by `stop()`).
     - `error_message`: the message put in scripted errors (mid-stream and HTTP).
+    - `structured`: a structured answer (normally a dict; any JSON value). Sent as the JSON text
+      of the message (openai, ollama; also anthropic when streaming), or as the `tool_use` input of
+      the tool a non-streaming anthropic request forces with `tool_choice`. None: not structured.
     """
 
     text: str | list[str] = ""
@@ -142,8 +151,11 @@ class Reply:
     status: int = 200
     delay: float = 0.0
     error_message: str = "scripted error"
+    structured: Any = None
 
     def __post_init__(self) -> None:
+        if self.structured is not None and (self.text or self.tool_calls):
+            raise ValueError("a structured reply has no text or tool calls of its own")
         if self.finish is None:
             self.finish = "tool_calls" if self.tool_calls else "stop"
         if self.finish not in get_args(Finish):
@@ -151,7 +163,9 @@ class Reply:
 
     @property
     def chunks(self) -> list[str]:
-        """The text chunks to stream (empty chunks dropped)."""
+        """The text chunks to stream (empty chunks dropped); a structured answer as JSON text."""
+        if self.structured is not None:
+            return [json.dumps(self.structured)]
         chunks = [self.text] if isinstance(self.text, str) else list(self.text)
         return [chunk for chunk in chunks if chunk]
 
@@ -519,6 +533,9 @@ class VendorServer:
         return events
 
     def _anthropic_document(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        forced = body.get("tool_choice")
+        if reply.structured is not None and isinstance(forced, dict) and forced.get("name"):
+            return self._anthropic_forced(body, reply, str(forced["name"]))
         content: list[dict[str, Any]] = []
         if reply.chunks or not reply.tool_calls:
             content.append({"type": "text", "text": reply.full_text})
@@ -538,6 +555,27 @@ class VendorServer:
             "model": body.get("model", "unknown"),
             "content": content,
             "stop_reason": _ANTHROPIC_STOP[reply.finish_reason],
+            "stop_sequence": None,
+            "usage": {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1]},
+        }
+
+    def _anthropic_forced(self, body: dict[str, Any], reply: Reply, name: str) -> dict[str, Any]:
+        """The answer to a forced tool: one `tool_use` block of that tool, as the API sends it
+        (`stop_reason: tool_use`, unless the reply scripts a truncation)."""
+        block = {
+            "type": "tool_use",
+            "id": self._next_tool_id("anthropic", "toolu_"),
+            "name": name,
+            "input": reply.structured,
+        }
+        stop = "max_tokens" if reply.finish_reason == "length" else "tool_use"
+        return {
+            "id": f"msg_{next(self._message_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "unknown"),
+            "content": [block],
+            "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1]},
         }

@@ -29,9 +29,13 @@ from .base import (
     ProviderCompletionError,
     ProviderError,
     ProviderEvent,
+    StructuredReply,
     TextChunkEvent,
     TokenUsage,
     ToolDefinition,
+    clip,
+    structured_object,
+    structured_text,
 )
 
 __all__ = ["AnthropicProvider", "to_anthropic_messages"]
@@ -83,15 +87,8 @@ class AnthropicProvider(SDKProvider):
         """Stream text deltas; assemble each tool_use block from its JSON fragments."""
         import anthropic
 
-        system, converted = to_anthropic_messages(messages)
-        request: dict[str, Any] = {
-            "model": self.provider_config["model"],
-            "max_tokens": int(self.provider_config["max_tokens"]),
-            "messages": converted,
-            "stream": True,
-        }
-        if system:
-            request["system"] = system
+        request = self._request(messages)
+        request["stream"] = True
         if tools:
             request["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
@@ -152,6 +149,71 @@ class AnthropicProvider(SDKProvider):
                 "incomplete_provider_response", "a tool_use block never ended"
             )
         yield DoneEvent(TokenUsage(input_tokens, output_tokens), _STOP.get(stop, stop))
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """One answer that is a JSON object following ``response_schema``: Anthropic has no
+        response format, so the schema is a tool the model is forced to call (``tool_choice``),
+        not streamed, and the call's ``input`` is the answer."""
+        import anthropic
+
+        request = self._request(messages)
+        request["tools"] = [
+            {
+                "name": name,
+                "description": "Give your answer by calling this tool; its input is the answer.",
+                "input_schema": dict(response_schema),
+            }
+        ]
+        request["tool_choice"] = {"type": "tool", "name": name}
+        try:
+            response = await self.client().messages.create(**request)
+        except anthropic.APIError as error:
+            raise ProviderError(f"Anthropic request failed: {describe_error(error)}") from None
+        counted = getattr(response, "usage", None)
+        usage = TokenUsage(
+            int(getattr(counted, "input_tokens", 0) or 0),
+            int(getattr(counted, "output_tokens", 0) or 0),
+        )
+        stop = getattr(response, "stop_reason", None)
+        if stop == "refusal":
+            raise ProviderError("the model refused to answer")
+        blocks = list(getattr(response, "content", None) or ())
+        if stop == "max_tokens":
+            # The tool input of a cut answer is incomplete, though the API still parses it.
+            raise ProviderError(
+                f"the structured answer was cut short at max_tokens "
+                f"({self.provider_config['max_tokens']})"
+            )
+        for block in blocks:
+            if getattr(block, "type", None) == "tool_use" and block.name == name:
+                return StructuredReply(structured_object(block.input), usage)
+        # A forced tool makes this rare; a proxy or an older model may still answer in text.
+        text = "".join(block.text for block in blocks if getattr(block, "type", None) == "text")
+        if text.strip():
+            return StructuredReply(structured_text(text), usage)
+        kinds = ", ".join(str(getattr(block, "type", "?")) for block in blocks) or "no content"
+        raise ProviderError(
+            f"the structured answer is missing: no {name!r} tool_use block ({clip(kinds)})"
+        )
+
+    def _request(self, messages: list[Message]) -> dict[str, Any]:
+        """What every request carries: the model, ``max_tokens``, the history and the leading
+        system messages as ``system``."""
+        system, converted = to_anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": self.provider_config["model"],
+            "max_tokens": int(self.provider_config["max_tokens"]),
+            "messages": converted,
+        }
+        if system:
+            request["system"] = system
+        return request
 
 
 def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:

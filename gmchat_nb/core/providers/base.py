@@ -4,16 +4,25 @@ A provider turns ``(messages, tools)`` into an async stream of :class:`TextChunk
 :class:`ToolCallEvent` and exactly one final :class:`DoneEvent`. History keeps tool calls and
 results as structured data (ids, names, arguments, results), which each adapter translates into
 its SDK's native format. Providers never retry: the tool loop owns retries.
+
+:meth:`BaseLLMProvider.complete_structured` asks for one JSON object following a schema (a
+planner's plan) and returns it with its usage as a :class:`StructuredReply`. The SDK adapters use
+their vendor's structured output; the default, for providers that only implement ``complete``,
+offers the schema as a single tool and reads the model's call of it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import types
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+
+from ..text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind
 
 __all__ = [
     "BaseLLMProvider",
@@ -23,10 +32,14 @@ __all__ = [
     "ProviderCompletionError",
     "ProviderError",
     "ProviderEvent",
+    "StructuredReply",
     "TextChunkEvent",
     "TokenUsage",
     "ToolCallEvent",
     "ToolDefinition",
+    "clip",
+    "structured_object",
+    "structured_text",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -107,6 +120,15 @@ class ToolDefinition:
     def from_dict(cls, payload: Mapping[str, Any]) -> ToolDefinition:
         """From ``{name, description, input_schema}`` (what ``Project.tool_definitions`` gives)."""
         return cls(payload["name"], payload["description"], dict(payload["input_schema"]))
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredReply:
+    """One structured answer: the JSON object and the tokens its request used (the caller counts
+    them per role, as the loop counts a turn's)."""
+
+    value: dict[str, Any]
+    usage: TokenUsage = TokenUsage()
 
 
 class ProviderError(Exception):
@@ -190,3 +212,108 @@ class BaseLLMProvider(ABC):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         """Stream one response to ``messages`` with ``tools`` available."""
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """One answer to ``messages`` that is a JSON object following ``response_schema``.
+
+        This default suits providers that only implement :meth:`complete` (custom ones): one
+        request offering a single tool ``name`` whose input schema is ``response_schema``; the
+        arguments of the model's call of it are the answer. A model that answers in text instead
+        may give the object as JSON text (```` ```json ```` fences allowed). Anything else is a
+        :class:`ProviderError` saying what came back. The vendor adapters override this with
+        their native structured output. The value is not validated against the schema here: the
+        caller knows what a wrong answer means for it.
+        """
+        tool = ToolDefinition(
+            name,
+            "Give your answer by calling this tool; its arguments are the answer.",
+            dict(response_schema),
+        )
+        usage = TokenUsage()
+        text: list[str] = []
+        answer: ToolCallEvent | None = None
+        other_calls: list[str] = []
+        async for event in self.complete(messages, [tool]):
+            if isinstance(event, DoneEvent):
+                usage += event.usage
+            elif isinstance(event, TextChunkEvent):
+                text.append(event.content)
+            elif isinstance(event, ToolCallEvent):
+                if event.name == name and answer is None:
+                    answer = event
+                else:
+                    other_calls.append(event.name)
+        if answer is not None:
+            if answer.error is not None:
+                raise ProviderError(
+                    f"the structured answer (a {name!r} call) is unusable: {answer.error}"
+                )
+            return StructuredReply(structured_object(answer.args), usage)
+        said = "".join(text)
+        if said.strip():
+            return StructuredReply(structured_text(said), usage)
+        calls = f"called {', '.join(other_calls)} instead" if other_calls else "sent nothing"
+        raise ProviderError(
+            f"the structured answer is missing: the model neither called {name!r} nor answered "
+            f"with a JSON object, it {clip(calls)}"
+        )
+
+
+CLIP = 200
+_FENCED = re.compile(r"\A\s*```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters for an error message (a model's answer can be long)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def structured_text(text: str | None) -> dict[str, Any]:
+    """The JSON object a structured answer's text holds (```` ```json ```` fences stripped).
+
+    Text that is not JSON, or JSON that is not an object, is a :class:`ProviderError` quoting
+    what came back (clipped), so a failed plan can be diagnosed from the server log.
+    """
+    raw = text or ""
+    if not raw.strip():
+        raise ProviderError("the structured answer is empty")
+    fenced = _FENCED.match(raw)
+    body = fenced.group(1) if fenced else raw
+    try:
+        decoded = json.loads(body)
+    except json.JSONDecodeError as error:
+        raise ProviderError(
+            f"the structured answer is not JSON ({error.msg} at {error.pos}): {clip(raw)}"
+        ) from None
+    except RecursionError:
+        raise ProviderError(
+            f"the structured answer nests JSON too deeply to read: {clip(raw)}"
+        ) from None
+    return structured_object(decoded, raw)
+
+
+def structured_object(value: Any, shown: str | None = None) -> dict[str, Any]:
+    """``value`` when it is a JSON object of sane depth; else a :class:`ProviderError` quoting
+    ``shown`` (what came back; by default ``value`` as JSON). Deep nesting is refused here because
+    whoever walks the answer next (cleaning, storing) may recurse, and a model's answer must not
+    end a turn that way."""
+    if isinstance(value, dict) and not json_depth_exceeds(value):
+        return value
+    if shown is None:
+        try:
+            shown = json.dumps(value, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):
+            shown = f"<{type(value).__name__}>"
+    if not isinstance(value, dict):
+        raise ProviderError(
+            f"the structured answer is {json_kind(value)}, not a JSON object: {clip(shown)}"
+        )
+    raise ProviderError(
+        f"the structured answer nests deeper than {MAX_JSON_DEPTH} levels: {clip(shown)}"
+    )

@@ -26,9 +26,12 @@ from .base import (
     ProviderCompletionError,
     ProviderError,
     ProviderEvent,
+    StructuredReply,
     TextChunkEvent,
     TokenUsage,
     ToolDefinition,
+    clip,
+    structured_text,
 )
 
 __all__ = ["OpenAIProvider", "to_openai_messages"]
@@ -66,12 +69,9 @@ class OpenAIProvider(SDKProvider):
         """Stream text; assemble indexed tool-call fragments; end with one Done."""
         import openai
 
-        request: dict[str, Any] = {
-            "model": self.provider_config["model"],
-            "messages": to_openai_messages(messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        request = self._request(messages)
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
         if tools:
             request["tools"] = [
                 {
@@ -84,8 +84,6 @@ class OpenAIProvider(SDKProvider):
                 }
                 for tool in tools
             ]
-        if self.provider_config.get("max_tokens"):
-            request["max_tokens"] = int(self.provider_config["max_tokens"])
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage = TokenUsage()
@@ -143,37 +141,56 @@ class OpenAIProvider(SDKProvider):
         yield DoneEvent(usage, _FINISH.get(finish, finish))
 
     async def complete_structured(
-        self, messages: list[Message], response_schema: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """One answer that is a JSON object following ``response_schema`` (structured outputs;
-        for planned orchestration). A reply that is not such an object is a ProviderError."""
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """One answer that is a JSON object following ``response_schema``: OpenAI's structured
+        outputs (``response_format: json_schema``), not streamed. ``strict`` stays off: strict mode
+        accepts only a subset of JSON Schema (every property required, no open objects), which a
+        caller's schema need not keep to."""
         import openai
 
+        request = self._request(messages)
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": dict(response_schema), "strict": False},
+        }
         try:
-            response = await self.client().chat.completions.create(
-                model=self.provider_config["model"],
-                messages=to_openai_messages(messages),
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": "response",
-                        "schema": dict(response_schema),
-                        "strict": False,
-                    },
-                },
-            )
+            response = await self.client().chat.completions.create(**request)
         except openai.APIError as error:
             raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
-        content = response.choices[0].message.content if response.choices else None
-        try:
-            decoded = json.loads(content or "")
-        except ValueError:
+        counted = getattr(response, "usage", None)
+        usage = TokenUsage(
+            int(getattr(counted, "prompt_tokens", 0) or 0),
+            int(getattr(counted, "completion_tokens", 0) or 0),
+        )
+        if not response.choices:
+            raise ProviderError("the structured answer is missing: the response has no choices")
+        choice = response.choices[0]
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal:
+            raise ProviderError(f"the model refused: {clip(str(refusal))}")
+        content = choice.message.content
+        if choice.finish_reason in ("length", "content_filter"):
+            # A cut answer is broken JSON: say why rather than quote the parse error.
             raise ProviderError(
-                f"the structured answer is not JSON: {str(content)[:200]}"
-            ) from None
-        if not isinstance(decoded, dict):
-            raise ProviderError("the structured answer is not a JSON object")
-        return decoded
+                f"the structured answer was cut short ({choice.finish_reason}): "
+                f"{clip(content or '')}"
+            )
+        return StructuredReply(structured_text(content), usage)
+
+    def _request(self, messages: list[Message]) -> dict[str, Any]:
+        """What every request carries: the model, the history and ``max_tokens`` when set."""
+        request: dict[str, Any] = {
+            "model": self.provider_config["model"],
+            "messages": to_openai_messages(messages),
+        }
+        if self.provider_config.get("max_tokens"):
+            request["max_tokens"] = int(self.provider_config["max_tokens"])
+        return request
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:

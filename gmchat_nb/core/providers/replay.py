@@ -4,7 +4,10 @@ A cassette is a JSON-lines file. Its optional first line is a header,
 ``{"cassette": {"label": ..., "description": ...}}``, naming what was recorded (the label is the
 provider's column in eval reports; the description is printed beside it, so a scripted stand-in
 can never pass for a real model). Every other line is one provider request: the SHA-256 of the
-request (messages and tools, canonical JSON) and the events streamed back.
+request (messages and tools, canonical JSON) and the events streamed back. A structured request
+(``complete_structured``) is a line with the hash of its messages, schema and name
+(:func:`structured_request_hash`) and ``structured: {value, usage}`` instead of ``events``; the
+two kinds share the file, so a recorded planned turn (a plan, then streamed requests) replays.
 
 Replaying serves a recorded response only for a request that hashes the same, so a notebook or an
 eval runs offline exactly as it ran against the real model, and a request that differs is a clear
@@ -28,13 +31,20 @@ from .base import (
     Message,
     ProviderError,
     ProviderEvent,
+    StructuredReply,
     TextChunkEvent,
     TokenUsage,
     ToolCallEvent,
     ToolDefinition,
 )
 
-__all__ = ["CASSETTE_HEADER", "RecordingProvider", "ReplayProvider", "request_hash"]
+__all__ = [
+    "CASSETTE_HEADER",
+    "RecordingProvider",
+    "ReplayProvider",
+    "request_hash",
+    "structured_request_hash",
+]
 
 CASSETTE_HEADER = "cassette"
 
@@ -44,6 +54,19 @@ def request_hash(messages: list[Message], tools: list[ToolDefinition]) -> str:
     payload = {
         "messages": [dataclasses.asdict(message) for message in messages],
         "tools": [dataclasses.asdict(tool) for tool in tools],
+    }
+    return digest(payload)
+
+
+def structured_request_hash(
+    messages: list[Message], response_schema: Mapping[str, Any], name: str
+) -> str:
+    """A stable digest of a structured request. Its payload has other keys than
+    :func:`request_hash`'s, so the two kinds never share a hash."""
+    payload = {
+        "messages": [dataclasses.asdict(message) for message in messages],
+        "response_schema": dict(response_schema),
+        "response_name": name,
     }
     return digest(payload)
 
@@ -74,12 +97,13 @@ def _event_from_json(payload: Mapping[str, Any]) -> ProviderEvent:
             payload.get("error"),
         )
     if kind == "done":
-        usage = payload.get("usage") or {}
-        return DoneEvent(
-            TokenUsage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
-            payload.get("finish_reason"),
-        )
+        return DoneEvent(_usage_from_json(payload.get("usage")), payload.get("finish_reason"))
     raise ValueError(f"unknown cassette event {kind!r}")
+
+
+def _usage_from_json(usage: Any) -> TokenUsage:
+    usage = usage if isinstance(usage, Mapping) else {}
+    return TokenUsage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
 
 
 class ReplayProvider(BaseLLMProvider):
@@ -98,7 +122,9 @@ class ReplayProvider(BaseLLMProvider):
         except OSError as error:
             raise ValueError(f"cannot read the cassette {self.path}: {error.strerror}") from None
         self.header: dict[str, Any] = {}
-        self._responses: dict[str, deque[list[dict[str, Any]]]] = {}
+        # Each entry is a cassette line: ``events`` for a streamed request, ``structured`` for a
+        # structured one (their hashes differ, so one queue holds one kind).
+        self._responses: dict[str, deque[dict[str, Any]]] = {}
         self.recorded = 0
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -113,7 +139,7 @@ class ReplayProvider(BaseLLMProvider):
             key = entry.get("request_hash")
             if not isinstance(key, str):
                 raise ValueError(f"{self.path.name} line {number} has no request_hash")
-            self._responses.setdefault(key, deque()).append(list(entry.get("events") or []))
+            self._responses.setdefault(key, deque()).append(entry)
             self.recorded += 1
         self._served = 0
 
@@ -132,7 +158,29 @@ class ReplayProvider(BaseLLMProvider):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         """Serve the recorded response to this exact request."""
-        key = request_hash(messages, tools)
+        entry = self._recorded(request_hash(messages, tools))
+        for payload in entry.get("events") or []:
+            yield _event_from_json(payload)
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """Serve the recorded structured answer to this exact request."""
+        entry = self._recorded(structured_request_hash(messages, response_schema, name))
+        recorded = entry.get("structured")
+        if not isinstance(recorded, Mapping) or not isinstance(recorded.get("value"), Mapping):
+            raise ProviderError(
+                f"the cassette {self.path.name} has a malformed structured answer to request "
+                f"{entry.get('request_hash', '')[:12]}: record it again"
+            )
+        return StructuredReply(dict(recorded["value"]), _usage_from_json(recorded.get("usage")))
+
+    def _recorded(self, key: str) -> dict[str, Any]:
+        """The next recorded line for the request hashing to ``key``, else why there is none."""
         self._served += 1
         queue = self._responses.get(key)
         if queue is None:
@@ -146,8 +194,7 @@ class ReplayProvider(BaseLLMProvider):
                 f"the cassette {self.path.name} has no more responses to request {key[:12]} "
                 "(it was asked more often than when it was recorded): record it again"
             )
-        for payload in queue.popleft():
-            yield _event_from_json(payload)
+        return queue.popleft()
 
 
 class RecordingProvider(BaseLLMProvider):
@@ -196,10 +243,28 @@ class RecordingProvider(BaseLLMProvider):
         async for event in self.inner.complete(messages, tools):
             events.append(_event_to_json(event))
             yield event
+        self._append({"request_hash": key, "events": events})
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """Ask the wrapped provider (its own structured output); write the answer down."""
+        key = structured_request_hash(messages, response_schema, name)
+        reply = await self.inner.complete_structured(messages, response_schema, name=name)
+        recorded = {"value": reply.value, "usage": reply.usage.to_dict()}
+        self._append({"request_hash": key, "structured": recorded})
+        return reply
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
+        """Append one request's line, after the header when the cassette is new."""
         lines = []
         if not self.path.exists() or self.path.stat().st_size == 0:
             header = {"label": self.label, "description": self.description}
             lines.append(json.dumps({CASSETTE_HEADER: header}, sort_keys=True))
-        lines.append(json.dumps({"request_hash": key, "events": events}, sort_keys=True))
+        lines.append(json.dumps(entry, sort_keys=True))
         with self.path.open("a", encoding="utf-8") as cassette:
             cassette.write("".join(line + "\n" for line in lines))
