@@ -1,0 +1,1 @@
+"""Planned read orchestration: planner, executors, evidence, calculations, synthesis."""
