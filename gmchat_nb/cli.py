@@ -3,21 +3,28 @@
 ``gmchat tool NAME 'JSON_ARGS'`` prints exactly the result a model would get from that tool call
 (exit 0 even for an error result; exit 2 for bad command-line input). ``gmchat serve-demo`` serves
 an embedded demo project's GraphQL over HTTP on 127.0.0.1.
+
+``gmchat ask`` streams a turn through :mod:`gmchat_nb.terminal`; a planned (orchestrated) turn's
+tool steps also name their task, and its plan is summed up after the answer (see
+:class:`TerminalChat` and :func:`orchestration_lines`). Other turns print exactly as before.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, TextIO
 
+from .chat import Chat  # eager costs nothing: importing gmchat_nb (this package) imports it
+from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
 
-__all__ = ["main"]
+__all__ = ["TerminalChat", "ask_and_summarize", "for_terminal", "main", "orchestration_lines"]
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -172,9 +179,7 @@ async def _run_tool(
 
 
 def _ask(options: argparse.Namespace) -> int:
-    from .chat import Chat
     from .core.settings import ChatConfigurationError
-    from .terminal import ask_in_terminal
 
     overrides = {
         key: value
@@ -187,9 +192,10 @@ def _ask(options: argparse.Namespace) -> int:
     }
 
     async def run() -> int:
-        chat = Chat(settings=options.config, **overrides)
+        # --json prints the events as they are (a planned turn's fields included).
+        chat = (Chat if options.json else TerminalChat)(settings=options.config, **overrides)
         try:
-            return await ask_in_terminal(chat, options.question, as_json=options.json)
+            return await ask_and_summarize(chat, options.question, as_json=options.json)
         finally:
             await chat.aclose()
 
@@ -200,6 +206,103 @@ def _ask(options: argparse.Namespace) -> int:
     except (ConnectionError, ImportError) as error:
         print(f"gmchat: {error}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+# -- planned turns in the terminal ----------------------------------------------------------------
+
+# Why a planned turn's task went unanswered, in the words a reader of the answer needs.
+REASONS: dict[str, str] = {
+    "invalid_plan": "no safe plan could be made for it",
+    "manager_unresolved": "no matching data found",
+    "dependency_blocked": "a task it depends on failed",
+    "budget_exhausted": "reached its execution limit",
+    "deadline_exceeded": "reached its time limit",
+    "provider_failed": "the model failed",
+    "synthesis_failed": "no grounded answer could be written from its data",
+}
+
+
+class TerminalChat(Chat):
+    """The chat as ``gmchat ask`` prints it: a planned turn's tool steps name their task.
+
+    :mod:`gmchat_nb.terminal` prints a step as ``→ [1] NAME ARGS`` and its result as
+    ``← [1] NAME``; a planned step reaches it as :func:`for_terminal` renames it, so the lines
+    read ``→ [1] task_1 query {...}``. ``turns`` keeps the events as the turn reported them.
+    """
+
+    async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
+        async for event in super().stream(text):
+            yield for_terminal(event)
+
+
+def for_terminal(event: ChatEvent) -> ChatEvent:
+    """``event`` as the terminal shows it: a planned tool step's name led by its task id, a
+    planned query's result followed by its evidence id; any other event is returned as is."""
+    if not isinstance(event, ToolCall | ToolResult):
+        return event
+    # getattr: works whether or not the event classes carry the (optional) planned fields.
+    task = getattr(event, "task_id", None)
+    evidence = getattr(event, "evidence_id", None) if isinstance(event, ToolResult) else None
+    if not task and not evidence:
+        return event
+    name = f"{task} {event.name}" if task else event.name
+    return dataclasses.replace(event, name=f"{name} ({evidence})" if evidence else name)
+
+
+def orchestration_lines(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The summary of a planned turn (its ``done`` event's ``orchestration``), one line each:
+    ``plan: 2 tasks, 1 resolved (partial)``, every unresolved task with its reason, every
+    calculation ``task_1:calculation:2 sum = 1234.5 EUR (7 inputs)``. None for other turns."""
+    done = next((e for e in reversed(list(events)) if e.get("type") == "done"), None)
+    plan = done.get("orchestration") if done is not None else None
+    if not isinstance(plan, Mapping):
+        return []
+    tasks = [task for task in plan.get("tasks") or [] if isinstance(task, Mapping)]
+    given = plan.get("coverage")
+    coverage: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    total = coverage.get("total", len(tasks))
+    resolved = coverage.get("resolved", sum(task.get("status") == "resolved" for task in tasks))
+    status = plan.get("status") or "complete"
+    lines = [f"plan: {_count(total, 'task')}, {resolved} resolved ({status})"]
+    for item in plan.get("unresolved") or []:
+        if isinstance(item, Mapping):
+            reason = str(item.get("reason"))
+            why = REASONS.get(reason, "could not be completed")
+            lines.append(f"{item.get('task_id')} unresolved: {why} ({reason})")
+    for calculation in plan.get("calculations") or []:
+        if isinstance(calculation, Mapping):
+            lines.append(_calculation_line(calculation))
+    return lines
+
+
+def _calculation_line(calculation: Mapping[str, Any]) -> str:
+    value = calculation.get("value")
+    unit = calculation.get("unit")
+    result = calculation.get("text") if value is None else f"{value} {unit}" if unit else value
+    inputs = calculation.get("input_count", len(calculation.get("inputs") or []))
+    return (
+        f"{calculation.get('evidence_id')} {calculation.get('operation')} = {result}"
+        f" ({_count(inputs, 'input')})"
+    )
+
+
+def _count(number: Any, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+async def ask_and_summarize(
+    chat: Chat, question: str, *, as_json: bool = False, out: TextIO | None = None
+) -> int:
+    """Stream one turn to ``out`` (:func:`gmchat_nb.terminal.ask_in_terminal`), then, for a
+    planned turn in text mode, its :func:`orchestration_lines`; returns the turn's exit status."""
+    from .terminal import ask_in_terminal
+
+    out = out if out is not None else sys.stdout
+    status = await ask_in_terminal(chat, question, as_json=as_json, out=out)
+    if not as_json and chat.turns:
+        for line in orchestration_lines(chat.turns[-1].events):
+            print(line, file=out)
+    return status
 
 
 def _cleanup(options: argparse.Namespace) -> int:

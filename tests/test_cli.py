@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gmchat_nb import Chat
+from gmchat_nb.cli import TerminalChat, ask_and_summarize, for_terminal, orchestration_lines
+from gmchat_nb.core.events import ToolCall, ToolResult, event_from_dict
 from gmchat_nb.core.project import Project
+from gmchat_nb.core.providers.scripted import ScriptedProvider
+from gmchat_nb.terminal import ask_in_terminal
 
 from .conftest import DemoServer, serve
+from .widget.planned import QUESTION as PLANNED_QUESTION
+from .widget.planned import PlannedReplay
 
 
 def gmchat(*args: str) -> subprocess.CompletedProcess[str]:
@@ -196,3 +205,146 @@ def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.returncode == 141
+
+
+# -- planned (orchestrated) turns: the printing, driven with recorded events ----------------------
+
+PLANNED_DONE: dict[str, Any] = {
+    "type": "done",
+    "usage": {"input_tokens": 120, "output_tokens": 40},
+    "sequence": 9,
+    "orchestration": {
+        "status": "partial",
+        "coverage": {"resolved": 1, "total": 2},
+        "unresolved": [{"task_id": "task_2", "reason": "manager_unresolved"}],
+        "tasks": [
+            {
+                "task_id": "task_1",
+                "objective": "Parts made of steel",
+                "managers": ["Part"],
+                "status": "resolved",
+                "depends_on": [],
+            },
+            {
+                "task_id": "task_2",
+                "objective": "Vehicles",
+                "managers": [],
+                "status": "blocked",
+                "depends_on": [],
+                "reason": "manager_unresolved",
+            },
+        ],
+        "calculations": [
+            {
+                "evidence_id": "task_1:calculation:2",
+                "task_id": "task_1",
+                "operation": "sum",
+                "text": "1234.50 EUR",
+                "value": "1234.5",
+                "unit": "EUR",
+                "inputs": [
+                    {
+                        "evidence_id": "task_1:query:1",
+                        "path": ["data", 0, "unitPrice"],
+                        "value": "12.5 EUR",
+                    }
+                ],
+                "input_count": 7,
+            }
+        ],
+        "cited": ["task_1:query:1", "task_1:calculation:2"],
+        "requests": {"planner": 1, "executor": 0, "synthesizer": 1},
+    },
+}
+
+
+def test_a_planned_turn_is_summed_up_after_its_answer() -> None:
+    events = [{"type": "text_chunk", "content": "Steel parts cost 1234.50 EUR."}, PLANNED_DONE]
+    assert orchestration_lines(events) == [
+        "plan: 2 tasks, 1 resolved (partial)",
+        "task_2 unresolved: no matching data found (manager_unresolved)",
+        "task_1:calculation:2 sum = 1234.5 EUR (7 inputs)",
+    ]
+    complete = {
+        **PLANNED_DONE["orchestration"],
+        "status": "complete",
+        "coverage": {"resolved": 1, "total": 1},
+        "unresolved": [],
+        "calculations": [],
+    }
+    assert orchestration_lines([{"type": "done", "usage": {}, "orchestration": complete}]) == [
+        "plan: 1 task, 1 resolved (complete)"
+    ]
+
+
+def test_turns_without_a_plan_have_no_summary() -> None:
+    assert orchestration_lines([]) == []
+    assert orchestration_lines([{"type": "done", "usage": {"input_tokens": 1}}]) == []
+    assert orchestration_lines([{"type": "error", "code": "chat_error", "message": "x"}]) == []
+
+
+def test_only_planned_tool_steps_are_renamed_for_the_terminal() -> None:
+    call = ToolCall(id="c1", name="query", args={"manager": "Part"})
+    result = ToolResult(id="c1", name="query", result={"data": []})
+    assert for_terminal(call) is call and for_terminal(result) is result
+    planned_call = event_from_dict({**call.to_dict(), "task_id": "task_1"})
+    planned_result = event_from_dict(
+        {**result.to_dict(), "task_id": "task_1", "evidence_id": "task_1:query:1"}
+    )
+    renamed_call, renamed_result = for_terminal(planned_call), for_terminal(planned_result)
+    assert isinstance(renamed_call, ToolCall) and renamed_call.name == "task_1 query"
+    assert isinstance(renamed_result, ToolResult)
+    assert renamed_result.name == "task_1 query (task_1:query:1)"
+
+
+class PlannedTerminalReplay(TerminalChat, PlannedReplay):
+    """``gmchat ask``'s chat playing the recorded planned turn of the widget tests."""
+
+
+async def test_gmchat_ask_prints_a_planned_turn_with_its_tasks_and_plan() -> None:
+    chat = PlannedTerminalReplay()
+    out = io.StringIO()
+    try:
+        status = await ask_and_summarize(chat, PLANNED_QUESTION, out=out)
+    finally:
+        await chat.aclose()
+    lines = out.getvalue().splitlines()
+    assert status == 0
+    assert lines[0].startswith('→ [1] task_1 query {"manager": "Part", ')
+    assert lines[1] == "← [1] task_1 query (task_1:query:1)"
+    assert lines[-4:] == [
+        "plan: 3 tasks, 1 resolved (partial)",
+        "task_2 unresolved: no matching data found (manager_unresolved)",
+        "task_3 unresolved: a task it depends on failed (dependency_blocked)",
+        "task_1:calculation:2 sum = 117.25 EUR (5 inputs)",
+    ]
+    # The turn's record keeps the events as they were reported.
+    assert chat.turns[-1].events[0]["name"] == "query"
+
+
+SCRIPT = {
+    "rounds": [
+        {"chunks": ["Looking. "], "tool_calls": [{"name": "query", "args": QUERY}]},
+        {"text": "Gear is made of cobalt."},
+    ]
+}
+
+
+async def printed(chat: Chat, ask: Callable[..., Awaitable[int]]) -> str:
+    out = io.StringIO()
+    try:
+        await ask(chat, "Which parts are cobalt?", out=out)
+    finally:
+        await chat.aclose()
+    return out.getvalue()
+
+
+async def test_a_turn_without_a_plan_prints_exactly_as_before() -> None:
+    before = await printed(
+        Chat(provider=ScriptedProvider(SCRIPT), store=":memory:"), ask_in_terminal
+    )
+    now = await printed(
+        TerminalChat(provider=ScriptedProvider(SCRIPT), store=":memory:"), ask_and_summarize
+    )
+    assert now == before
+    assert "→ [1] query {" in now and "← [1] query\n" in now and "plan:" not in now

@@ -139,6 +139,7 @@ class ChatWidget(anywidget.AnyWidget):
             "error": None,
             "tables": [],
             "evidence": [],
+            "orchestration": None,
             "running": True,
         }
         self.turns.append(record)
@@ -163,6 +164,10 @@ class ChatWidget(anywidget.AnyWidget):
                     self._table_for(record, event)
                 if isinstance(event, Error):
                     record["error"] = {"code": event.code, "message": event.message}
+                if payload.get("orchestration") is not None:
+                    # A planned turn's plan, kept with the turn so a later view (a snapshot)
+                    # and turn_end show it without replaying the events.
+                    record["orchestration"] = payload["orchestration"]
         except asyncio.CancelledError:
             record["error"] = {"code": "cancelled", "message": "Stopped."}
         except Exception as error:  # never a silent task failure in a notebook
@@ -177,8 +182,10 @@ class ChatWidget(anywidget.AnyWidget):
             turn = self.chat.turns[-1] if self.chat.turns else None
             if turn is not None and turn.question == record["question"]:
                 record["usage"] = turn.usage
+                planned = _planned_ids(record["events"])
                 record["evidence"] = [
-                    _evidence_row(outcome, self.chat) for outcome in turn.outcomes
+                    _evidence_row(outcome, self.chat, planned.get(call_id, {}))
+                    for outcome, call_id in zip(turn.outcomes, turn.call_ids, strict=False)
                 ]
             self.transcript = [_summary(item) for item in self.turns]
             # The front end has the events already; a later view gets them in a snapshot.
@@ -353,7 +360,11 @@ def evidence_code(outcome: QueryOutcome, chat: Chat) -> str:
     )
 
 
-def _evidence_row(outcome: QueryOutcome, chat: Chat) -> dict[str, Any]:
+def _evidence_row(
+    outcome: QueryOutcome, chat: Chat, planned: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One query of the evidence panel; ``planned`` adds a planned query's ``task_id`` and
+    ``evidence_id`` (what the plan's calculations and the answer cite)."""
     first = outcome.variables[0] if outcome.variables else {}
     return {
         "manager": outcome.manager,
@@ -364,7 +375,20 @@ def _evidence_row(outcome: QueryOutcome, chat: Chat) -> dict[str, Any]:
         "document": outcome.document,
         "variables": first,
         "code": evidence_code(outcome, chat),
+        **(planned or {}),
     }
+
+
+def _planned_ids(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Tool call id -> the ``task_id`` and ``evidence_id`` its result carried (planned turns)."""
+    found: dict[str, dict[str, str]] = {}
+    for event in events:
+        if event.get("type") != "tool_result":
+            continue
+        ids = {key: event[key] for key in ("task_id", "evidence_id") if event.get(key)}
+        if ids:
+            found[str(event.get("id"))] = ids
+    return found
 
 
 def _merged(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -392,13 +416,17 @@ def _without_events(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summary(record: dict[str, Any]) -> dict[str, Any]:
-    return {
+    summary = {
         "index": record["index"],
         "question": record["question"],
         "answer": record["answer"],
         "error": record["error"],
         "queries": len(record["tables"]),
     }
+    plan = record.get("orchestration")
+    if isinstance(plan, dict):  # a planned turn: whether it answered the whole question
+        summary["plan"] = {"status": plan.get("status"), "coverage": plan.get("coverage")}
+    return summary
 
 
 def _turns_from_history(history: list[Any]) -> list[dict[str, Any]]:
@@ -416,6 +444,7 @@ def _turns_from_history(history: list[Any]) -> list[dict[str, Any]]:
                     "error": None,
                     "tables": [],
                     "evidence": [],
+                    "orchestration": None,
                     "running": False,
                 }
             )

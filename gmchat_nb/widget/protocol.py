@@ -23,7 +23,10 @@ Kernel -> front end:
 * ``snapshot`` {turns: [Turn], busy, provider, project, conversation_id, conversations}
 * ``turn_start`` {turn: Turn} — a turn record with no events yet
 * ``events`` {turn: index, events: [event JSON]} — batched (every ~40 ms or 200 characters);
-  a tool card shows its ``tool_result``'s ``duration_ms`` (the kernel's measure of the tool's run)
+  a tool card shows its ``tool_result``'s ``duration_ms`` (the kernel's measure of the tool's run).
+  A planned (orchestrated) turn's ``tool_call``/``tool_result`` carry ``task_id`` (a badge on the
+  card) and a query's result its ``evidence_id``; its ``done`` carries ``orchestration`` (a plan
+  panel, a banner over a partial answer, calculations in the evidence panel). All optional.
 * ``table`` {turn: index, table: Table} — after a successful query: the first page of its rows
   (rows, pages and sorting need no pandas; it is imported when ``to_frame`` asks for a DataFrame)
 * ``turn_end`` {turn: Turn} — the full record (answer, usage, error, tables, evidence)
@@ -33,10 +36,12 @@ Kernel -> front end:
 * ``error`` {message, code}
 
 A Turn record: {index, question, events: [...], answer, usage, error: {code, message}|null,
-tables: [Table], evidence: [Evidence], running: bool}. A Table: {key, call_id, manager, columns,
+tables: [Table], evidence: [Evidence], orchestration: {...}|null, running: bool} (``orchestration``:
+the ``done`` event's, for a planned turn). A Table: {key, call_id, manager, columns,
 rows (first page), total_rows, total_count, complete, page_size}. An Evidence row: {manager,
-filters, rows, total_count, complete, document, variables, code} where ``code`` is a cell that
-re-runs exactly that query through ``gmchat_nb.connect(...)`` and returns the DataFrame.
+filters, rows, total_count, complete, document, variables, code, task_id?, evidence_id?} where
+``code`` is a cell that re-runs exactly that query through ``gmchat_nb.connect(...)`` and returns
+the DataFrame (the ids only for a planned turn's queries).
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.widget import ChatWidget
 from gmchat_nb.widget.tables import sorted_rows
 
+from .planned import ORCHESTRATION, PlannedReplay
+from .planned import QUESTION as PLANNED_QUESTION
+
 
 class RecordingComm:
     """Stands in for the kernel comm: keeps what the widget sends."""
@@ -360,3 +363,44 @@ def test_importing_gmchat_nb_outside_a_notebook_loads_no_widget_library() -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+async def test_a_planned_turn_keeps_its_plan_and_evidence_ids_for_later_views(
+    cleanup: list[ChatWidget],
+) -> None:
+    """A planned turn (recorded: tests/widget/planned.py) streams its task ids, ends with its
+    plan in the turn record, and a view that appears later gets the plan in its snapshot."""
+    widget = ChatWidget(PlannedReplay(), namespace={})
+    comm = RecordingComm()
+    widget.comm = comm
+    cleanup.append(widget)
+
+    await widget.run_turn(PLANNED_QUESTION)
+
+    streamed = [e for m in comm.of("events") for e in m["events"]]
+    assert [e.get("task_id") for e in streamed[:2]] == ["task_1", "task_1"]
+    assert streamed[1]["evidence_id"] == "task_1:query:1" and "data" not in streamed[1]["result"]
+    [table] = comm.of("table")
+    assert table["table"]["call_id"] == "call_1" and table["table"]["total_rows"] == 5
+    end = comm.of("turn_end")[0]["turn"]
+    assert end["orchestration"] == ORCHESTRATION
+    [evidence] = end["evidence"]
+    assert evidence["evidence_id"] == "task_1:query:1" and evidence["task_id"] == "task_1"
+    assert widget.transcript[0]["plan"] == {
+        "status": "partial",
+        "coverage": {"resolved": 1, "total": 3},
+    }
+    widget.dispatch({"type": "hello"})
+    await asyncio.sleep(0.05)
+    [turn] = comm.of("snapshot")[-1]["turns"]
+    assert turn["orchestration"] == ORCHESTRATION and turn["evidence"][0]["task_id"] == "task_1"
+
+
+async def test_a_turn_without_a_plan_has_no_plan_fields(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"tool_calls": [MATERIALS]}, {"text": "Eight."}])
+    cleanup.append(widget)
+    await widget.run_turn("Materials?")
+    end = comm.of("turn_end")[0]["turn"]
+    assert end["orchestration"] is None
+    assert not {"task_id", "evidence_id"} & set(end["evidence"][0])
+    assert "plan" not in widget.transcript[0]

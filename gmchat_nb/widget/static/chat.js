@@ -7,6 +7,10 @@
  * `table`, `turn_end`, `table_page`, `frame_bound`, `conversations` and `error` as they arrive.
  * Every view (a second output of the same widget, a reloaded page) keeps its own state.
  *
+ * A planned (orchestrated) turn uses the same events: its tool cards show their task, its `done`
+ * event's `orchestration` becomes a plan panel (and a banner over a partial answer), and its
+ * calculations join the queries in the evidence panel.
+ *
  * Safety: model and data text reaches the DOM only as text nodes / `textContent`. Markdown is
  * parsed by a small pure parser into a tree of node descriptions, and `appendMarkdown` turns that
  * tree into elements from a fixed allow-list; links keep only http, https and mailto hrefs.
@@ -1000,6 +1004,152 @@ function maybeJson(value) {
 }
 
 /* ============================================================================================
+ * Planned turns: pure helpers
+ *
+ * A planned (orchestrated) turn's tool events carry `task_id` (and a query's result its
+ * `evidence_id`); its `done` event carries `orchestration`: the plan's tasks, its coverage, the
+ * unresolved tasks' reasons and the engine's calculations. Every field is optional and may come
+ * from a model (objectives) or the data (group names): it is shown as text only.
+ * ========================================================================================== */
+
+const TASK_STATES = {
+  pending: { symbol: "\u25cb", label: "pending" },
+  running: { symbol: "\u2026", label: "running" },
+  resolved: { symbol: "\u2713", label: "resolved" },
+  blocked: { symbol: "\u2715", label: "blocked" },
+  budget_exhausted: { symbol: "\u29d7", label: "budget exhausted" },
+};
+
+// The stable reasons of an unresolved task, in the words a reader of the answer needs.
+const REASON_TEXTS = {
+  invalid_plan: "no safe plan could be made for it",
+  manager_unresolved: "no matching data found",
+  dependency_blocked: "a task it depends on failed",
+  budget_exhausted: "reached its execution limit",
+  deadline_exceeded: "reached its time limit",
+  provider_failed: "the model failed",
+  synthesis_failed: "no grounded answer could be written from its data",
+};
+
+/**
+ * A task's status as one of the known states (for classes and attributes), else `unknown`.
+ * @param {unknown} status
+ */
+export function taskState(status) {
+  return typeof status === "string" && Object.hasOwn(TASK_STATES, status) ? status : "unknown";
+}
+
+/** A task status in words, with a symbol that does not rely on colour: `✓ resolved`. */
+export function taskStateText(status) {
+  const state = TASK_STATES[taskState(status)];
+  return state ? `${state.symbol} ${state.label}` : `? ${typeof status === "string" && status ? status : "unknown"}`;
+}
+
+/** Why a task is unresolved, in plain words (an unknown reason: "could not be completed"). */
+export function reasonText(reason) {
+  return typeof reason === "string" && Object.hasOwn(REASON_TEXTS, reason) ? REASON_TEXTS[reason] : "could not be completed";
+}
+
+function wholeNumber(value) {
+  const number = Number(value);
+  return Number.isFinite(number) && number >= 0 ? Math.floor(number) : 0;
+}
+
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * The coverage of a plan: `1 of 2 tasks resolved` (its `coverage`, else counted from its tasks).
+ * @param {object} orchestration
+ */
+export function coverageText(orchestration) {
+  const { resolved, total } = coverageOf(orchestration);
+  return `${resolved} of ${plural(total, "task")} resolved`;
+}
+
+function coverageOf(orchestration) {
+  const coverage = orchestration && typeof orchestration.coverage === "object" ? orchestration.coverage : null;
+  const tasks = planTasks(orchestration);
+  if (coverage && Number.isFinite(Number(coverage.total))) {
+    return { resolved: wholeNumber(coverage.resolved), total: wholeNumber(coverage.total) };
+  }
+  return { resolved: tasks.filter((task) => task.status === "resolved").length, total: tasks.length };
+}
+
+/** The banner of a partial answer: `Partial answer: 1 of 2 parts of the question could be answered.` */
+export function partialText(orchestration) {
+  const { resolved, total } = coverageOf(orchestration);
+  return `Partial answer: ${resolved} of ${plural(total, "part")} of the question could be answered.`;
+}
+
+/** True when the plan says the answer covers only part of the question. */
+export function isPartial(orchestration) {
+  return Boolean(orchestration && typeof orchestration === "object" && orchestration.status === "partial");
+}
+
+/** The plan's tasks that are objects (a malformed entry is left out). */
+export function planTasks(orchestration) {
+  const tasks = orchestration && Array.isArray(orchestration.tasks) ? orchestration.tasks : [];
+  return tasks.filter((task) => task && typeof task === "object" && !Array.isArray(task));
+}
+
+/** The plan's calculations that are objects. */
+export function planCalculations(orchestration) {
+  const items = orchestration && Array.isArray(orchestration.calculations) ? orchestration.calculations : [];
+  return items.filter((item) => item && typeof item === "object" && !Array.isArray(item));
+}
+
+/**
+ * The unresolved tasks with their reason and objective: `unresolved` as the spec gives it,
+ * completed from the task list (a task that is not resolved and not listed still counts).
+ * @returns {{taskId: string, reason: string, objective: string}[]}
+ */
+export function unresolvedTasks(orchestration) {
+  const tasks = planTasks(orchestration);
+  const byId = new Map(tasks.map((task) => [String(task.task_id ?? ""), task]));
+  const listed = orchestration && Array.isArray(orchestration.unresolved) ? orchestration.unresolved : [];
+  const out = new Map();
+  for (const item of listed) {
+    if (!item || typeof item !== "object") continue;
+    const taskId = String(item.task_id ?? "");
+    const task = byId.get(taskId);
+    out.set(taskId, { taskId, reason: String(item.reason ?? task?.reason ?? ""), objective: String(task?.objective ?? "") });
+  }
+  for (const task of tasks) {
+    const taskId = String(task.task_id ?? "");
+    if (task.status === "resolved" || out.has(taskId) || !task.reason) continue;
+    out.set(taskId, { taskId, reason: String(task.reason), objective: String(task.objective ?? "") });
+  }
+  return [...out.values()];
+}
+
+/** A JSON path as one line: `["data", 0, "unitPrice"]` is `data[0].unitPrice`. */
+export function formatPath(path) {
+  if (!Array.isArray(path)) return formatCell(path);
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${formatCell(part)}` : formatCell(part);
+  }
+  return out;
+}
+
+/** A calculation's result as shown: its `text`, else its value and unit. */
+export function calculationResult(calculation) {
+  if (!calculation || typeof calculation !== "object") return "";
+  if (typeof calculation.text === "string" && calculation.text) return calculation.text;
+  const value = formatCell(calculation.value);
+  return calculation.unit ? `${value} ${formatCell(calculation.unit)}` : value;
+}
+
+/** How many of a calculation's inputs are not listed (`input_count` counts them all). */
+export function hiddenInputs(calculation) {
+  const shown = Array.isArray(calculation?.inputs) ? calculation.inputs.length : 0;
+  return Math.max(0, wholeNumber(calculation?.input_count) - shown);
+}
+
+/* ============================================================================================
  * DOM helpers
  * ========================================================================================== */
 
@@ -1244,16 +1394,19 @@ class ToolCard {
     this.resultEl = h("div", { cls: "gmchat-tool-result" });
     this.tableSlot = h("div", { cls: "gmchat-tool-table" });
     const summary = summarizeArgs(this.name, call.args);
+    this.taskEl = null;
+    this.evidenceEl = null;
+    this.summaryEl = h("summary", {}, [
+      h("span", { cls: "gmchat-tool-name", text: this.name }),
+      h("span", { cls: "gmchat-tool-args", text: summary, attrs: { title: summary } }),
+      this.statusEl,
+      this.durationEl,
+    ]);
     this.el = h(
       "details",
       { cls: "gmchat-tool", testid: "gmchat-tool", attrs: { "data-tool": this.name, "data-status": "running" } },
       [
-        h("summary", {}, [
-          h("span", { cls: "gmchat-tool-name", text: this.name }),
-          h("span", { cls: "gmchat-tool-args", text: summary, attrs: { title: summary } }),
-          this.statusEl,
-          this.durationEl,
-        ]),
+        this.summaryEl,
         h("div", { cls: "gmchat-tool-body" }, [
           this.resultEl,
           this.tableSlot,
@@ -1262,6 +1415,25 @@ class ToolCard {
         ]),
       ],
     );
+    this.setTask(call.task_id);
+  }
+
+  /** A planned turn's step: a badge naming its task before the tool's name (others get none). */
+  setTask(taskId) {
+    if (typeof taskId !== "string" || !taskId || this.taskEl) return;
+    this.taskEl = h("span", { cls: "gmchat-task-badge", testid: "gmchat-task-badge", text: taskId, attrs: { title: `Task ${taskId} of the plan` } });
+    this.el.setAttribute("data-task", taskId);
+    this.summaryEl.prepend(this.taskEl);
+  }
+
+  /** A planned query's evidence id (`task_1:query:1`), which the answer and calculations cite. */
+  setEvidence(evidenceId) {
+    if (typeof evidenceId !== "string" || !evidenceId) return;
+    if (!this.evidenceEl) {
+      this.evidenceEl = h("code", { cls: "gmchat-evidence-id", testid: "gmchat-evidence-id", attrs: { title: "Evidence id" } });
+      this.summaryEl.insertBefore(this.evidenceEl, this.durationEl);
+    }
+    this.evidenceEl.textContent = evidenceId;
   }
 
   setStatus(status, text) {
@@ -1273,6 +1445,8 @@ class ToolCard {
 
   /** The tool's result arrived (with the kernel's `duration_ms` when the tool ran). */
   finish(event) {
+    this.setTask(event.task_id);
+    this.setEvidence(event.evidence_id);
     const duration = formatDuration(event.duration_ms);
     this.durationEl.textContent = duration;
     if (duration) this.durationEl.title = "time the tool ran in the kernel";
@@ -1402,30 +1576,44 @@ class ConfirmBox {
   }
 }
 
-/** The evidence of a finished turn: one row per query, with its GraphQL and "Copy as code". */
+/**
+ * The evidence of a finished turn: one row per query, with its GraphQL and "Copy as code", and
+ * (a planned turn) the engine's calculations with the inputs they used.
+ */
 class EvidencePanel {
   /**
    * @param {ChatView} chat
-   * @param {Array<{manager, filters, rows, total_count, complete, document, variables, code}>} rows
+   * @param {Array<{manager, filters, rows, total_count, complete, document, variables, code, evidence_id?}>} rows
+   * @param {Array<object>} [calculations] a planned turn's `orchestration.calculations`
    */
-  constructor(chat, rows) {
+  constructor(chat, rows, calculations = []) {
     this.chat = chat;
     this.count = rows.length;
-    const columns = ["Manager", "Filters", "Rows", "Total", "Complete", ""];
+    // A planned turn's queries have evidence ids (what calculations and the answer cite).
+    const ids = rows.some((row) => row && row.evidence_id);
+    const columns = [...(ids ? ["Evidence"] : []), "Manager", "Filters", "Rows", "Total", "Complete", ""];
     const body = h("tbody");
-    for (const row of rows) this.addRow(body, row, columns.length);
+    for (const row of rows) this.addRow(body, row, columns.length, ids);
+    const parts = [];
+    if (rows.length || !calculations.length) parts.push(`${rows.length} ${rows.length === 1 ? "query" : "queries"}`);
+    if (calculations.length) parts.push(plural(calculations.length, "calculation"));
     this.el = h("details", { cls: "gmchat-evidence", testid: "gmchat-evidence" }, [
-      h("summary", { text: `Evidence \u00b7 ${rows.length} ${rows.length === 1 ? "query" : "queries"}` }),
-      h("div", { cls: "gmchat-table-scroll" }, [
-        h("table", { cls: "gmchat-grid" }, [
-          h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { text: c, attrs: { scope: "col" } })))]),
-          body,
-        ]),
-      ]),
+      h("summary", { text: `Evidence \u00b7 ${parts.join(" \u00b7 ")}` }),
+      rows.length
+        ? h("div", { cls: "gmchat-table-scroll" }, [
+            h("table", { cls: "gmchat-grid" }, [
+              h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { text: c, attrs: { scope: "col" } })))]),
+              body,
+            ]),
+          ])
+        : null,
+      calculations.length
+        ? h("div", { cls: "gmchat-calcs" }, [h("div", { cls: "gmchat-label", text: "Calculations" }), ...calculations.map(calculationEntry)])
+        : null,
     ]);
   }
 
-  addRow(body, row, span) {
+  addRow(body, row, span, ids) {
     const filters = maybeJson(row.filters);
     const filterText = filters === null || filters === undefined || filters === "" ? "\u2014" : formatCell(filters);
     const graphql = h("pre", { cls: "gmchat-graphql", testid: "gmchat-graphql", text: graphqlText(row) });
@@ -1445,6 +1633,7 @@ class EvidencePanel {
     copy.addEventListener("click", () => this.chat.copyText(String(row.code || ""), copied, actions));
     body.append(
       h("tr", {}, [
+        ids ? h("td", { cls: "gmchat-mono", testid: "gmchat-evidence-row-id", text: formatCell(row.evidence_id) }) : null,
         h("td", { text: formatCell(row.manager) }),
         h("td", { cls: "gmchat-mono", text: filterText }),
         h("td", { cls: "gmchat-num", text: formatCell(row.rows) }),
@@ -1455,6 +1644,140 @@ class EvidencePanel {
       detail,
     );
   }
+}
+
+/** A small grid: a header row and rows of cell texts (numbers right-aligned). */
+function smallGrid(columns, rows, testid) {
+  return h("table", { cls: "gmchat-grid gmchat-small-grid", testid }, [
+    h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { text: c, attrs: { scope: "col" } })))]),
+    h("tbody", {}, rows.map((cells) => h("tr", {}, cells.map((cell) => h("td", { cls: cell.cls || "", text: cell.text }))))),
+  ]);
+}
+
+/**
+ * One calculation of the engine: `task_1:calculation:2 · sum = 117.25 EUR`, the inputs it read
+ * (evidence id, path, value; "and N more" for the ones not listed) and its groups.
+ */
+function calculationEntry(calculation) {
+  const evidenceId = formatCell(calculation.evidence_id);
+  const inputs = (Array.isArray(calculation.inputs) ? calculation.inputs : []).filter((item) => item && typeof item === "object");
+  const groups = (Array.isArray(calculation.groups) ? calculation.groups : []).filter((item) => item && typeof item === "object");
+  const hidden = hiddenInputs(calculation);
+  const total = Math.max(inputs.length + hidden, inputs.length);
+  return h("div", { cls: "gmchat-calc", testid: "gmchat-calculation", attrs: { "data-evidence-id": evidenceId } }, [
+    h("div", { cls: "gmchat-calc-head" }, [
+      h("code", { cls: "gmchat-evidence-id", text: evidenceId }),
+      h("span", { cls: "gmchat-calc-op", testid: "gmchat-calc-op", text: formatCell(calculation.operation) || "calculation" }),
+      "=",
+      h("strong", { cls: "gmchat-calc-result", testid: "gmchat-calc-result", text: calculationResult(calculation) }),
+      calculation.task_id ? h("span", { cls: "gmchat-task-badge", text: formatCell(calculation.task_id) }) : null,
+    ]),
+    inputs.length
+      ? h("div", { cls: "gmchat-label", text: `Inputs (${total})` })
+      : h("div", { cls: "gmchat-muted", text: total ? `${plural(total, "input")}, not listed` : "no inputs" }),
+    inputs.length
+      ? smallGrid(
+          ["Evidence", "Path", "Value"],
+          inputs.map((item) => [
+            { text: formatCell(item.evidence_id), cls: "gmchat-mono" },
+            { text: formatPath(item.path), cls: "gmchat-mono" },
+            { text: formatCell(item.value), cls: "gmchat-num" },
+          ]),
+          "gmchat-calc-inputs",
+        )
+      : null,
+    inputs.length && hidden ? h("div", { cls: "gmchat-muted", testid: "gmchat-calc-more", text: `and ${hidden} more` }) : null,
+    groups.length ? h("div", { cls: "gmchat-label", text: "Groups" }) : null,
+    groups.length
+      ? smallGrid(
+          ["Group", "Result", "Count"],
+          groups.map((group) => [
+            { text: formatCell(group.group) },
+            { text: calculationResult(group), cls: "gmchat-num" },
+            { text: formatCell(group.count), cls: "gmchat-num" },
+          ]),
+          "gmchat-calc-groups",
+        )
+      : null,
+  ]);
+}
+
+/** A planned turn's plan: each task with its state, managers, dependencies and reason. */
+class PlanPanel {
+  /** @param {object} orchestration the `done` event's `orchestration` */
+  constructor(orchestration) {
+    const tasks = planTasks(orchestration);
+    const reasons = new Map(unresolvedTasks(orchestration).map((item) => [item.taskId, item.reason]));
+    const partial = isPartial(orchestration);
+    const requests = orchestration.requests && typeof orchestration.requests === "object" ? orchestration.requests : null;
+    const requestText = requests
+      ? Object.entries(requests)
+          .map(([role, n]) => `${role} ${formatCell(n)}`)
+          .join(" \u00b7 ")
+      : "";
+    this.el = h(
+      "details",
+      {
+        cls: "gmchat-plan",
+        testid: "gmchat-plan",
+        // A partial plan opens: what could not be answered is why the reader looks at it.
+        attrs: { "data-status": partial ? "partial" : "complete", open: partial },
+      },
+      [
+        h("summary", {}, [
+          h("span", { cls: "gmchat-plan-title", text: "Plan" }),
+          h("span", { text: plural(tasks.length, "task") }),
+          h("span", { cls: "gmchat-plan-coverage", testid: "gmchat-plan-coverage", text: coverageText(orchestration) }),
+          partial ? h("span", { cls: "gmchat-plan-partial", text: "partial" }) : null,
+        ]),
+        h("ol", { cls: "gmchat-plan-tasks" }, tasks.map((task) => planTask(task, reasons))),
+        requestText ? h("div", { cls: "gmchat-muted gmchat-plan-requests", text: `model requests: ${requestText}` }) : null,
+      ],
+    );
+  }
+}
+
+function planTask(task, reasons) {
+  const taskId = formatCell(task.task_id);
+  const state = taskState(task.status);
+  const managers = (Array.isArray(task.managers) ? task.managers : []).map(formatCell).filter(Boolean);
+  const after = (Array.isArray(task.depends_on) ? task.depends_on : []).map(formatCell).filter(Boolean);
+  const reason = task.reason || (state !== "resolved" ? reasons.get(taskId) : "");
+  return h("li", { cls: "gmchat-plan-task", testid: "gmchat-plan-task", attrs: { "data-task": taskId, "data-status": state } }, [
+    h("div", { cls: "gmchat-plan-task-head" }, [
+      h("span", { cls: `gmchat-task-state gmchat-task-${state}`, testid: "gmchat-task-state", text: taskStateText(task.status) }),
+      h("code", { cls: "gmchat-task-id", text: taskId }),
+      h("span", { cls: "gmchat-task-objective", testid: "gmchat-task-objective", text: formatCell(task.objective) }),
+    ]),
+    h("div", { cls: "gmchat-task-meta" }, [
+      h("span", { text: managers.length ? `managers: ${managers.join(", ")}` : "no manager found" }),
+      after.length ? h("span", { text: `after ${after.join(", ")}` }) : null,
+    ]),
+    reason
+      ? h("div", { cls: "gmchat-task-reason", testid: "gmchat-task-reason", text: `${reasonText(reason)} (${formatCell(reason)})` })
+      : null,
+  ]);
+}
+
+/** Above a partial answer: how much of the question it covers and why the rest is missing. */
+function partialBanner(orchestration) {
+  const missing = unresolvedTasks(orchestration);
+  return h("div", { cls: "gmchat-partial", testid: "gmchat-partial", attrs: { role: "note" } }, [
+    h("strong", { text: partialText(orchestration) }),
+    missing.length
+      ? h(
+          "ul",
+          {},
+          missing.map((item) =>
+            h("li", {}, [
+              h("code", { text: item.taskId }),
+              item.objective ? ` ${item.objective}` : "",
+              `: ${reasonText(item.reason)}`,
+            ]),
+          ),
+        )
+      : null,
+  ]);
 }
 
 /** The GraphQL document and its variables, as shown by "Show GraphQL". */
@@ -1492,8 +1815,13 @@ class TurnView {
     this.tables = new Map(); // key -> TableView
     this.errorShown = false;
     this.evidence = null;
+    this.evidenceRows = [];
+    this.evidenceKey = "";
+    this.orchestration = null;
     this.questionEl = h("div", { cls: "gmchat-question", testid: "gmchat-question", text: this.question });
+    this.planSlot = h("div", { cls: "gmchat-plan-slot" });
     this.steps = h("div", { cls: "gmchat-steps" });
+    this.bannerSlot = h("div", { cls: "gmchat-banner-slot" });
     this.answer = h("div", { cls: "gmchat-answer gmchat-md gmchat-streaming", testid: "gmchat-answer" });
     this.working = h("div", { cls: "gmchat-working", text: "Working\u2026", attrs: { "aria-hidden": "true" } });
     this.errors = h("div", { cls: "gmchat-turn-errors" });
@@ -1505,7 +1833,9 @@ class TurnView {
       [
         this.questionEl,
         h("div", { cls: "gmchat-reply" }, [
+          this.planSlot,
           this.steps,
+          this.bannerSlot,
           this.answer,
           this.working,
           this.errors,
@@ -1563,6 +1893,7 @@ class TurnView {
         break;
       case "done":
         this.setUsage(event.usage);
+        this.setOrchestration(event.orchestration);
         break;
       case "error":
         this.showError(event);
@@ -1625,6 +1956,27 @@ class TurnView {
     this.usage.textContent = usageText(usage);
   }
 
+  /** A planned turn's `orchestration`: the plan above the steps, a banner over a partial answer. */
+  setOrchestration(orchestration) {
+    if (!orchestration || typeof orchestration !== "object" || Array.isArray(orchestration)) return;
+    this.orchestration = orchestration;
+    const partial = isPartial(orchestration);
+    this.el.classList.toggle("gmchat-partial-answer", partial);
+    this.planSlot.replaceChildren(new PlanPanel(orchestration).el);
+    this.bannerSlot.replaceChildren(...(partial ? [partialBanner(orchestration)] : []));
+    if (this.finished) this.renderEvidence();
+  }
+
+  /** The evidence panel: the record's queries and the plan's calculations (rebuilt when they change). */
+  renderEvidence() {
+    const calculations = planCalculations(this.orchestration);
+    const key = `${this.evidenceRows.length}:${calculations.length}`;
+    if ((!this.evidenceRows.length && !calculations.length) || key === this.evidenceKey) return;
+    this.evidenceKey = key;
+    this.evidence = new EvidencePanel(this.chat, this.evidenceRows, calculations);
+    this.evidenceSlot.replaceChildren(this.evidence.el);
+  }
+
   /** The turn ended: final answer, usage, error and evidence from the record. */
   finish(record) {
     this.running = false;
@@ -1644,11 +1996,11 @@ class TurnView {
     for (const box of this.confirms.values()) box.close("closed");
     for (const table of this.pendingTables.values()) this.addTable(table);
     this.pendingTables.clear();
+    // The record's orchestration stands in for a `done` event this view did not get.
+    if (!this.orchestration) this.setOrchestration(record.orchestration);
     const evidence = Array.isArray(record.evidence) ? record.evidence : [];
-    if (evidence.length && (!this.evidence || this.evidence.count !== evidence.length)) {
-      this.evidence = new EvidencePanel(this.chat, evidence);
-      this.evidenceSlot.replaceChildren(this.evidence.el);
-    }
+    if (evidence.length) this.evidenceRows = evidence;
+    this.renderEvidence();
   }
 
   /** Re-render the answer's markdown (called once per incoming message, not per chunk). */

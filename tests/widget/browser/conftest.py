@@ -83,12 +83,13 @@ def dialogs(page: Page) -> list[str]:
 @pytest.fixture
 def open_lab(
     jupyterlab: JupyterLab, page: Page, dialogs: list[str], request: pytest.FixtureRequest
-) -> Iterator[Callable[[str], Page]]:
-    """``open_lab("answer.ipynb")``: a copy of that notebook named after the test, opened in a
-    fresh workspace with its kernel idle. The kernel is shut down after the test."""
+) -> Iterator[Callable[[str | Path], Page]]:
+    """``open_lab("answer.ipynb")``: a copy of that notebook (a name in ``notebooks/`` or a
+    path) named after the test, opened in a fresh workspace with its kernel idle. The kernel is
+    shut down after the test."""
     opened: list[str] = []
 
-    def open_(source: str) -> Page:
+    def open_(source: str | Path) -> Page:
         name = re.sub(r"[^\w-]+", "-", request.node.name).strip("-")
         path = jupyterlab.add_notebook(source, name)
         opened.append(path)

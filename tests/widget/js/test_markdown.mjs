@@ -9,12 +9,24 @@ const CHAT_JS = new URL("../../../gmchat_nb/widget/static/chat.js", import.meta.
 const chat = await import(CHAT_JS.href);
 const {
   appendMarkdown,
+  calculationResult,
   compareCells,
   conversationLabel,
+  coverageText,
   displayName,
   errorText,
   formatCell,
   formatDuration,
+  formatPath,
+  hiddenInputs,
+  isPartial,
+  partialText,
+  planCalculations,
+  planTasks,
+  reasonText,
+  taskState,
+  taskStateText,
+  unresolvedTasks,
   parseInline,
   parseMarkdown,
   querySummary,
@@ -418,4 +430,67 @@ test("names and conversation labels", () => {
   const label = conversationLabel({ id: "c1", title: "Cobalt", updated_at: "2024-11-29T10:00:00", messages: 1 });
   assert.equal(label, "Cobalt \u00b7 1 message \u00b7 2024-11-29 10:00");
   assert.equal(conversationLabel({ id: "c2", title: "", messages: 3 }), "Untitled conversation \u00b7 3 messages");
+});
+
+test("planned turns: task states, reasons, coverage and the partial banner", () => {
+  assert.equal(taskState("resolved"), "resolved");
+  assert.equal(taskState("budget_exhausted"), "budget_exhausted");
+  for (const odd of ["constructor", "__proto__", "<b>", null, 3]) assert.equal(taskState(odd), "unknown");
+  assert.equal(taskStateText("resolved"), "\u2713 resolved");
+  assert.equal(taskStateText("blocked"), "\u2715 blocked");
+  assert.equal(taskStateText("budget_exhausted"), "\u29d7 budget exhausted");
+  assert.equal(taskStateText("exploded"), "? exploded");
+  assert.equal(reasonText("manager_unresolved"), "no matching data found");
+  assert.equal(reasonText("dependency_blocked"), "a task it depends on failed");
+  assert.equal(reasonText("budget_exhausted"), "reached its execution limit");
+  assert.equal(reasonText("deadline_exceeded"), "reached its time limit");
+  assert.equal(reasonText("provider_failed"), "the model failed");
+  for (const odd of ["toString", undefined, "new_reason"]) assert.equal(reasonText(odd), "could not be completed");
+  const plan = {
+    status: "partial",
+    coverage: { resolved: 1, total: 2 },
+    unresolved: [{ task_id: "task_2", reason: "manager_unresolved" }, "junk"],
+    tasks: [
+      { task_id: "task_1", objective: "Parts made of steel", status: "resolved" },
+      { task_id: "task_2", objective: "Vehicles", status: "blocked", reason: "manager_unresolved" },
+      { task_id: "task_3", objective: "Owners", status: "budget_exhausted", reason: "budget_exhausted" },
+      null,
+      ["not", "a", "task"],
+    ],
+  };
+  assert.equal(planTasks(plan).length, 3);
+  assert.equal(coverageText(plan), "1 of 2 tasks resolved");
+  assert.equal(coverageText({ tasks: [{ status: "resolved" }] }), "1 of 1 task resolved");
+  assert.equal(partialText(plan), "Partial answer: 1 of 2 parts of the question could be answered.");
+  assert.ok(isPartial(plan) && !isPartial({ status: "complete" }) && !isPartial(null));
+  // The listed ones first, then unresolved tasks the list left out.
+  assert.deepEqual(unresolvedTasks(plan), [
+    { taskId: "task_2", reason: "manager_unresolved", objective: "Vehicles" },
+    { taskId: "task_3", reason: "budget_exhausted", objective: "Owners" },
+  ]);
+  assert.deepEqual(unresolvedTasks(null), []);
+});
+
+test("planned turns: calculations, their paths and their hidden inputs", () => {
+  assert.equal(formatPath(["data", 0, "unitPrice"]), "data[0].unitPrice");
+  assert.equal(formatPath(["data", 3, "material", "name"]), "data[3].material.name");
+  assert.equal(formatPath("data.0"), "data.0");
+  assert.equal(formatPath([]), "");
+  const calculation = {
+    evidence_id: "task_1:calculation:2",
+    operation: "sum",
+    text: "1234.50 EUR",
+    value: "1234.5",
+    unit: "EUR",
+    inputs: [{ evidence_id: "task_1:query:1", path: ["data", 0, "unitPrice"], value: "12.5 EUR" }],
+    input_count: 7,
+  };
+  assert.equal(calculationResult(calculation), "1234.50 EUR");
+  assert.equal(calculationResult({ value: "1234.5", unit: "EUR" }), "1234.5 EUR");
+  assert.equal(calculationResult({ value: 3 }), "3");
+  assert.equal(hiddenInputs(calculation), 6);
+  assert.equal(hiddenInputs({ inputs: [1, 2], input_count: 2 }), 0);
+  assert.equal(hiddenInputs({ input_count: "x" }), 0);
+  assert.deepEqual(planCalculations({ calculations: [calculation, null, "x"] }), [calculation]);
+  assert.deepEqual(planCalculations(undefined), []);
 });
