@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # settings (which check allowed mutations against a project).
     ("gmchat_nb.core.providers", "gmchat_nb.core.prompt", "gmchat_nb.core.settings"),
     # One turn's engine, and the limiter that counts provider usage.
-    ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit"),
+    ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit", "gmchat_nb.core.planned"),
     # Persistence belongs to the session: nothing below it (loop, providers, project and its tools)
     # may reach the store.
     ("gmchat_nb.core.store",),

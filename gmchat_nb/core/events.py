@@ -45,6 +45,12 @@ ERROR_MESSAGES: dict[str, str] = {
     # Not in GeneralManager: the journal's terminal event of a turn that stopped before it could
     # end (a client that went away, a server that was killed); see core/recovery.py.
     "interrupted": "The request was interrupted before it finished.",
+    # Planned read orchestration's stable reasons (spec: PLANNED_PUBLIC_MESSAGES).
+    "invalid_plan": "I could not prepare a safe plan for that request.",
+    "manager_unresolved": "I could not resolve the required application data.",
+    "dependency_blocked": "A required part of the request could not be completed.",
+    "budget_exhausted": "The request reached its execution limit.",
+    "synthesis_failed": "I could not produce a grounded answer from the available data.",
 }
 
 
@@ -89,9 +95,11 @@ class ToolCall(_Event):
     """The model asked for a tool."""
 
     type: ClassVar[str] = "tool_call"
+    _optional: ClassVar[frozenset[str]] = frozenset({"task_id"})
     id: str
     name: str
     args: dict[str, Any]
+    task_id: str | None = None  # the planned task the call belongs to
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,16 +109,21 @@ class ToolResult(_Event):
     ``frame`` summarises a query's rows for displays (``{"rows": n, "columns": [...]}``).
     ``duration_ms`` is how long the tool worked, measured in the kernel around its execution
     (never the wait for a human's decision); absent when nothing ran (a rejected mutation).
-    Neither is part of what the model receives.
+    Neither is part of what the model receives. A planned turn's results also carry their
+    ``task_id`` and ``evidence_id`` (``task_1:query:1``).
     """
 
     type: ClassVar[str] = "tool_result"
-    _optional: ClassVar[frozenset[str]] = frozenset({"frame", "duration_ms"})
+    _optional: ClassVar[frozenset[str]] = frozenset(
+        {"frame", "duration_ms", "task_id", "evidence_id"}
+    )
     id: str
     name: str
     result: Any
     frame: dict[str, Any] | None = None
     duration_ms: float | None = None
+    task_id: str | None = None
+    evidence_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,10 +143,17 @@ class ConfirmMutation(_Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Done(_Event):
-    """The turn is complete; ``usage`` sums the provider's tokens over the turn."""
+    """The turn is complete; ``usage`` sums the provider's tokens over the turn.
+
+    A planned turn adds ``orchestration``: ``status`` (complete/partial), ``coverage``
+    ``{resolved, total}`` and ``unresolved`` ``[{task_id, reason}]`` as the spec says, plus the
+    tasks, the engine's calculations and the cited evidence ids for displays.
+    """
 
     type: ClassVar[str] = "done"
+    _optional: ClassVar[frozenset[str]] = frozenset({"orchestration"})
     usage: dict[str, int]
+    orchestration: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

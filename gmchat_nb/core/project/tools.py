@@ -24,7 +24,15 @@ from .names import MAX_NAME_LENGTH, clip, did_you_mean, suggestion_hint
 if TYPE_CHECKING:  # Project imports this module: the names are for annotations only
     from .project import Project, QueryOutcome
 
-__all__ = ["DISCOVERY_TOOLS", "ToolRun", "dispatch", "is_read_tool", "run_tool", "tool_definitions"]
+__all__ = [
+    "DISCOVERY_TOOLS",
+    "ToolRun",
+    "discovery_tool_definitions",
+    "dispatch",
+    "is_read_tool",
+    "run_tool",
+    "tool_definitions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -137,17 +145,22 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
+def discovery_tool_definitions() -> list[dict[str, Any]]:
+    """``[{name, description, input_schema}]`` of the discovery tools (fresh copies)."""
+    schemas = copy.deepcopy(_schemas())
+    return [
+        {"name": name, "description": _DESCRIPTIONS[name], "input_schema": schemas[name]}
+        for name in DISCOVERY_TOOLS
+    ]
+
+
 def tool_definitions(project: Project, strategy: str = "discovery") -> list[dict[str, Any]]:
     """``[{name, description, input_schema}]`` for ``strategy`` "discovery" or "direct".
 
     ``direct`` keeps the discovery tools and adds one ``query_<manager>`` tool per exposed manager
     with the manager fixed (GeneralManager drops the other tools, leaving no way to mutate).
     """
-    schemas = copy.deepcopy(_schemas())
-    tools = [
-        {"name": name, "description": _DESCRIPTIONS[name], "input_schema": schemas[name]}
-        for name in DISCOVERY_TOOLS
-    ]
+    tools = discovery_tool_definitions()
     if strategy == "discovery":
         return tools
     if strategy != "direct":

@@ -21,9 +21,13 @@ from typing import Any
 from ..audit import AuditLog
 from ..events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_event
 from ..loop import Decision, LoopLimits, ToolLoop, Transport, TurnState
+from ..planned.catalog import load_catalog
+from ..planned.roles import RoleProviders
+from ..planned.turn import PlannedTurn
+from ..planned.work import TurnWork
 from ..project.mutations import PreparedMutation
 from ..project.project import Project, QueryOutcome
-from ..project.tools import ToolRun
+from ..project.tools import ToolRun, run_tool
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent, ToolDefinition
 from ..ratelimit import RateLimiter
 from ..recovery import OWNER, close_turn, driving, recover
@@ -85,6 +89,12 @@ class ChatSession:
         self._mutations = tuple(allowed)
         tools, self._system_prompt = tools_and_prompt(project, settings, self._mutations)
         self._tools = list(tools)
+        self._planned = settings.planned_settings
+        # The catalog is checked against the schema when the session opens, not mid-turn.
+        self._catalog = (
+            load_catalog(self._planned.catalog, project) if self._planned.enabled else None
+        )
+        self._role_providers: dict[str, BaseLLMProvider] = {}
 
     # -- public --------------------------------------------------------------------------------
 
@@ -360,6 +370,10 @@ class ChatSession:
                     pending_tail=resumed is not None,
                 )
                 events: AsyncIterator[ChatEvent] = loop.run(messages, state)
+                if self._catalog is not None and resumed is None:
+                    events = self._planned_turn(state).events(
+                        messages, lambda: loop.run(messages, state)
+                    )
                 if resumed is not None:
                     events = resumed_turn(loop, messages, state, *resumed)
                 async for event in events:
@@ -398,6 +412,31 @@ class ChatSession:
                 "assistant_message",
                 {"message": "".join(answer), "session_key": self.conversation_id},
             )
+
+    def _planned_turn(self, state: TurnState) -> PlannedTurn:
+        roles = RoleProviders(
+            self._planned,
+            legacy=self.provider,
+            implicit=not self.settings.provider_profiles,
+            on_usage=self.record_usage,
+            built=self._role_providers,
+        )
+        self._role_providers = roles.providers  # built once per session, shared by its turns
+        work = TurnWork(
+            question="",
+            settings=self._planned,
+            roles=roles,
+            run_tool=lambda name, args: run_tool(self.project, name, args),
+            io=self,
+            state=state,
+            emit=lambda event: None,
+            project=self.project,
+            outcomes=self.outcomes,
+        )
+        assert self._catalog is not None
+        return PlannedTurn(
+            work, catalog=self._catalog, check_rate=self.check_rate, audit=self.audit.emit
+        )
 
     def _loop(self, transport: Transport) -> ToolLoop:
         return ToolLoop(

@@ -20,6 +20,7 @@ from ..project.names import did_you_mean, quoted_or
 from ..project.targets import DEMO_TARGETS
 from . import checks
 from .checks import ChatConfigurationError, check_known, invalid, shown
+from .planned import PlannedSettings, check_planned, planned_settings
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -191,8 +192,8 @@ class ChatSettings:
     :data:`HOOK_EVENTS`) and ``headers`` (HTTP headers sent to a remote project).
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``
-    and ``planned`` are only checked to be mappings here; their contents are the planned mode's
-    to validate. Build one with :func:`load_settings` or directly; both validate.
+    and ``planned`` are checked key by key (:mod:`.planned`); :attr:`planned_settings` is their
+    typed view. Build one with :func:`load_settings` or directly; both validate.
     """
 
     enabled: bool = False
@@ -236,6 +237,15 @@ class ChatSettings:
                 f"{', '.join(map(repr, self.allowed_mutations)) or 'empty'}).",
                 key="confirm_mutations",
             )
+        self.planned_settings  # noqa: B018  (checks the roles against the profiles)
+
+    @property
+    def planned_settings(self) -> PlannedSettings:
+        """``planned`` with its roles resolved to provider profiles (the implicit ``default``
+        profile when ``provider_profiles`` is omitted)."""
+        return planned_settings(
+            self.planned, self.provider_profiles, self.provider, self.provider_config
+        )
 
     @property
     def max_rounds(self) -> int:
@@ -309,7 +319,7 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "provider": checks.provider,
         "provider_config": checks.mapping,
         "provider_profiles": checks.profiles,
-        "planned": checks.mapping,
+        "planned": lambda _key, value: check_planned(value),
         "permission": checks.optional_callable_ref,
         "allowed_origins": checks.optional_names,
         "allowed_mutations": checks.names,

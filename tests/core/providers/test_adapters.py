@@ -370,11 +370,11 @@ async def test_structured_output_through_openai(server: VendorServer) -> None:
     )
     adapter = provider(server, "openai")
     schema = {"type": "object", "properties": {"intent": {"type": "string"}}}
-    answer = await adapter.complete_structured([Message("user", "plan it")], schema)  # type: ignore[attr-defined]
+    answer = (await adapter.complete_structured([Message("user", "plan it")], schema)).value
     assert answer == {"intent": "read", "managers": ["Part"]}
     assert server.requests["openai"][0]["response_format"]["json_schema"]["schema"] == schema
     with pytest.raises(ProviderError, match="not JSON"):
-        await adapter.complete_structured([Message("user", "again")], schema)  # type: ignore[attr-defined]
+        await adapter.complete_structured([Message("user", "again")], schema)
 
 
 @pytest.mark.parametrize(

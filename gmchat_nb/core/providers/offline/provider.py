@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import ClassVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar
 
 from ..base import (
     BaseLLMProvider,
     DoneEvent,
     Message,
+    ProviderError,
     ProviderEvent,
+    StructuredReply,
     TextChunkEvent,
     TokenUsage,
     ToolCallEvent,
     ToolDefinition,
 )
 from .conversation import read_turn
-from .planner import Planner, Step
+from .planner import REQUIRED_TOOLS, Planner, Step
+from .planning import offline_plan, reference_of
 
 __all__ = ["ID_PREFIX", "OfflineProvider"]
 
@@ -38,12 +41,18 @@ class OfflineProvider(BaseLLMProvider):
     ) -> AsyncIterator[ProviderEvent]:
         """Stream the next step for ``messages``: tool calls, or the answer."""
         turn = read_turn(messages)
-        offered = frozenset(tool.name for tool in tools)
+        # Offered no tools, it is answering from results already in the turn (a planned turn's
+        # synthesis): it reads them as its own; a step that needs more says nothing.
+        answering = not tools
+        offered = frozenset(REQUIRED_TOOLS) if answering else frozenset(t.name for t in tools)
         step = (
             Planner(turn, offered).step()
             if turn is not None
             else Step(text="Ask me a question about the project's data.")
         )
+        if answering and step.calls:
+            yield DoneEvent(TokenUsage(0, 0), finish_reason="stop")
+            return
         if step.calls:
             next_id = turn.next_id if turn is not None else 1
             for offset, (name, args) in enumerate(step.calls):
@@ -52,3 +61,16 @@ class OfflineProvider(BaseLLMProvider):
             return
         yield TextChunkEvent(step.text)
         yield DoneEvent(TokenUsage(0, 0), finish_reason="stop")
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        """Plans only (planned orchestration's planner role): its reading of the question."""
+        if name != "plan":
+            raise ProviderError(f"the offline provider answers only plan requests, not {name!r}")
+        question, candidates = reference_of(messages)
+        return StructuredReply(offline_plan(question, candidates))

@@ -1,0 +1,348 @@
+"""Resolving one task: the plan's own query first, an executor model only when needed.
+
+A ``query`` requirement whose plan names the query tool's arguments runs at once: the project's
+compiler validates it and no executor request is made. Whatever is left goes to an executor model
+that is offered only read tools — the ``query`` tool typed for the task's candidate managers (their
+names, field names and filter paths as enums) — and answers with tool calls or one JSON action
+(GeneralManager's ``complete``, ``block``, ``spawn_children``, ``calculate``). A task completes as
+soon as every query requirement has evidence (unless the turn follows GeneralManager's protocol,
+where the executor must say ``complete``); calculations bound in the plan are then computed by the
+engine. Two identical failing calls end the task as ``manager_unresolved`` (no progress).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..project.tools import discovery_tool_definitions
+from ..providers.base import (
+    Message,
+    ProviderError,
+    TextChunkEvent,
+    ToolCallEvent,
+    ToolDefinition,
+)
+from .binding import compute_action, compute_bound
+from .calculations import CalculationError
+from .evidence import EvidenceError, EvidenceRecord
+from .plan import PlannedTask, PlanValidationError, validate_children
+from .prompts import EXECUTOR_PROMPT, reference_message
+from .work import TurnWork
+
+__all__ = ["REASONS", "TaskRun", "resolve_task"]
+
+REASONS = (
+    "invalid_plan",
+    "manager_unresolved",
+    "dependency_blocked",
+    "budget_exhausted",
+    "deadline_exceeded",
+    "provider_failed",
+    "synthesis_failed",
+)
+READ_TOOLS = ("search_managers", "get_manager_schema", "find_path", "query")
+_MAX_FILTER_NAMES = 80
+
+
+@dataclass(slots=True)
+class TaskRun:
+    """A task's progress through the turn."""
+
+    task: PlannedTask
+    status: str = "pending"
+    reason: str | None = None
+    linked: dict[str, list[str]] = field(default_factory=dict)
+    managers: list[str] = field(default_factory=list)
+    rounds: int = 0  # executor requests of this task's subtree (a root counts its children's)
+    children: list[TaskRun] = field(default_factory=list)
+    spawned: int = 0
+
+    @property
+    def evidence_ids(self) -> list[str]:
+        return list(dict.fromkeys(item for ids in self.linked.values() for item in ids))
+
+    def link(self, requirement_id: str, record: EvidenceRecord) -> None:
+        ids = self.linked.setdefault(requirement_id, [])
+        if record.evidence_id not in ids:
+            ids.append(record.evidence_id)
+
+    def missing_queries(self) -> list[str]:
+        return [
+            item.requirement_id
+            for item in self.task.requirements
+            if item.kind in ("query", "schema", "path") and not self.linked.get(item.requirement_id)
+        ]
+
+    def block(self, reason: str) -> None:
+        self.status = "blocked" if reason != "budget_exhausted" else "budget_exhausted"
+        self.reason = reason if reason in REASONS else "manager_unresolved"
+
+    def to_dict(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "task_id": self.task.task_id,
+            "objective": self.task.objective,
+            "managers": list(self.managers),
+            "status": self.status,
+            "depends_on": list(self.task.depends_on),
+        }
+        if self.reason:
+            payload["reason"] = self.reason
+        return payload
+
+
+def _executor_role(run: TaskRun) -> str:
+    features = run.task.routing_features
+    return "complex_executor" if features else "simple_executor"
+
+
+async def resolve_task(work: TurnWork, run: TaskRun, parents: list[TaskRun], root: TaskRun) -> None:
+    """Resolve ``run`` (its status and evidence are updated in place; never raises for a model's
+    or a tool's mistake — those become the task's reason)."""
+    run.status = "running"
+    failures: list[dict[str, Any]] = []
+    for requirement in run.task.requirements:
+        if requirement.kind != "query" or requirement.query is None:
+            continue
+        args = dict(requirement.query)
+        outcome = await work.call(run.task.task_id, "query", args)
+        _note_manager(run, args)
+        if outcome.record is not None:
+            run.link(requirement.requirement_id, outcome.record)
+        elif outcome.failed:
+            failures.append({"call": {"name": "query", "args": args}, "result": outcome.result})
+    if not work.explicit_completion and _finish_if_covered(work, run):
+        return
+    await _executor_rounds(work, run, parents, root, failures)
+
+
+def _note_manager(run: TaskRun, args: dict[str, Any]) -> None:
+    manager = args.get("manager")
+    if isinstance(manager, str) and manager not in run.managers:
+        run.managers.append(manager[:200])
+
+
+def _finish_if_covered(work: TurnWork, run: TaskRun) -> bool:
+    if run.missing_queries():
+        return False
+    try:
+        compute_bound(work, run)
+    except (CalculationError, EvidenceError):
+        run.block("manager_unresolved")
+        return True
+    run.status = "resolved"
+    return True
+
+
+async def _executor_rounds(
+    work: TurnWork,
+    run: TaskRun,
+    parents: list[TaskRun],
+    root: TaskRun,
+    failures: list[dict[str, Any]],
+) -> None:
+    role = _executor_role(run)
+    tools = executor_tools(work)
+    # The reference rides in the system message and the task's objective is the user's: a model
+    # (the offline one included) reads the task as the question it answers.
+    messages = [
+        Message("system", f"{EXECUTOR_PROMPT}\n{reference_message(work, run, parents, failures)}"),
+        Message("user", run.task.objective or work.question),
+    ]
+    failed_calls: set[str] = set()
+    while True:
+        if root.rounds >= work.settings.max_rounds_per_task:
+            run.block("budget_exhausted")
+            return
+        root.rounds += 1
+        try:
+            text, calls = await _one_round(work, role, messages, tools)
+        except ProviderError as error:
+            work.io.provider_failed(error)
+            if role != "fallback_executor":
+                role = "fallback_executor"  # the fallback profile gets one chance
+                continue
+            run.block("provider_failed")
+            return
+        if calls:
+            messages.append(Message("assistant", text, tool_calls=tuple(calls)))
+            repeated = False
+            for call in calls:
+                result, failed = await _run_call(work, run, call)
+                messages.append(
+                    Message("tool", tool_call_id=call.id, tool_name=call.name, tool_result=result)
+                )
+                if failed is not None:
+                    repeated = repeated or failed in failed_calls
+                    failed_calls.add(failed)
+            if repeated:  # the same failing call twice: the executor is going round in circles
+                run.block("manager_unresolved")
+                return
+            # A model's query may be a step on the way (a probe for a value), so its task ends
+            # when the executor says so (text or an action), not at its first result.
+            continue
+        finished = await _act(work, run, root, parents, text)
+        if finished:
+            return
+        messages.append(Message("assistant", text))
+        messages.append(
+            Message(
+                "user", "That action was not accepted; answer with tool calls or one JSON action."
+            )
+        )
+
+
+async def _one_round(
+    work: TurnWork, role: str, messages: list[Message], tools: list[ToolDefinition]
+) -> tuple[str, list[ToolCallEvent]]:
+    text: list[str] = []
+    calls: list[ToolCallEvent] = []
+    async for event in work.roles.request(role, messages, tools):
+        if isinstance(event, TextChunkEvent):
+            text.append(event.content)
+        elif isinstance(event, ToolCallEvent):
+            calls.append(event)
+    return "".join(text), calls
+
+
+async def _run_call(work: TurnWork, run: TaskRun, call: ToolCallEvent) -> tuple[Any, str | None]:
+    """Run one executor call: its result, and its identity when it failed."""
+    if call.name not in READ_TOOLS or call.error:
+        message = call.error or f"Only the read tools {', '.join(READ_TOOLS)} are available here."
+        return {"status": "error", "code": "invalid_arguments", "message": message}, (
+            f"{call.name}:{message}"
+        )
+    outcome = await work.call(run.task.task_id, call.name, dict(call.args))
+    if call.name == "query":
+        _note_manager(run, call.args)
+    if outcome.record is not None:
+        run.link(_requirement_for(run, outcome.record), outcome.record)
+    return outcome.result, outcome.identity if outcome.failed else None
+
+
+async def _act(
+    work: TurnWork, run: TaskRun, root: TaskRun, parents: list[TaskRun], text: str
+) -> bool:
+    """Apply a text answer: a JSON action, or plain text (done when there is evidence)."""
+    action = _decode_action(text)
+    if action is None:
+        if run.evidence_ids:
+            return _complete(work, run)
+        run.block("manager_unresolved")
+        return True
+    kind = action.get("action")
+    if kind == "complete":
+        for evidence_id in action.get("evidence_ids") or []:
+            if isinstance(evidence_id, str) and evidence_id in work.evidence:
+                record = work.evidence.get(evidence_id)
+                if record.evidence_id not in run.evidence_ids:
+                    run.link(_requirement_for(run, record), record)
+        if not run.evidence_ids:
+            run.block("manager_unresolved")
+            return True
+        return _complete(work, run)
+    if kind == "block":
+        run.block(str(action.get("reason") or "manager_unresolved"))
+        return True
+    if kind == "spawn_children":
+        await _spawn(work, run, root, parents, action.get("children"))
+        return run.status != "running"
+    if kind in ("calculate", "calculate_batch"):
+        items = action.get("calculations") if kind == "calculate_batch" else [action]
+        try:
+            for item in items or []:
+                record = compute_action(work, run, item)
+                run.link(str(item.get("requirement_id") or record.evidence_id), record)
+        except (CalculationError, EvidenceError, TypeError, ValueError):
+            return False
+        return False  # the executor goes on (GeneralManager's executors then say complete)
+    return False
+
+
+def _requirement_for(run: TaskRun, record: EvidenceRecord) -> str:
+    """The first requirement of the record's kind still without evidence (else its own id)."""
+    for requirement in run.task.requirements:
+        if requirement.kind == record.kind and not run.linked.get(requirement.requirement_id):
+            return requirement.requirement_id
+    return record.evidence_id
+
+
+def _complete(work: TurnWork, run: TaskRun) -> bool:
+    # The executor's own evidence stands; an unbindable calculation is left out.
+    with contextlib.suppress(CalculationError, EvidenceError):
+        compute_bound(work, run)
+    run.status = "resolved"
+    return True
+
+
+async def _spawn(
+    work: TurnWork, run: TaskRun, root: TaskRun, parents: list[TaskRun], payload: Any
+) -> None:
+    taken = [item.evidence_id.split(":")[0] for item in work.evidence] + [run.task.task_id]
+    try:
+        children = validate_children(run.task, payload, taken, run.spawned)
+    except PlanValidationError:
+        run.block("invalid_plan")
+        return
+    run.spawned += len(children)
+    for child in children:
+        child_run = TaskRun(child)
+        run.children.append(child_run)
+        await resolve_task(work, child_run, [*parents, run], root)
+        for evidence_id in child_run.evidence_ids:
+            record = work.evidence.get(evidence_id)
+            alias = f"{run.task.task_id}:child:{evidence_id}"
+            if alias not in work.evidence:
+                work.evidence.alias(alias, record)
+
+
+def _decode_action(text: str) -> dict[str, Any] | None:
+    stripped = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and "action" in value else None
+
+
+def executor_tools(work: TurnWork) -> list[ToolDefinition]:
+    """The read tools, with ``query`` typed for the candidate managers when there are any."""
+    definitions = [ToolDefinition.from_dict(item) for item in _read_definitions(work)]
+    if not work.schemas:
+        return definitions
+    managers = list(work.schemas)
+    fields: list[str] = []
+    filters: list[str] = []
+    for schema in work.schemas.values():
+        fields.extend(schema.get("fields", {}))
+        fields.extend(schema.get("relations", {}))
+        for name, spec in schema.get("filters", {}).items():
+            filters.append(name)
+            filters.extend(
+                f"{name}__{lookup}" for lookup in spec.get("lookups", ()) if lookup != "exact"
+            )
+    typed = []
+    for definition in definitions:
+        if definition.name != "query":
+            typed.append(definition)
+            continue
+        schema = json.loads(json.dumps(definition.input_schema))
+        properties = schema["properties"]
+        properties["manager"] = {"type": "string", "enum": managers}
+        properties["fields"]["items"] = {
+            "anyOf": [
+                {"type": "string", "enum": sorted(set(fields))},
+                {"$ref": "#/$defs/fieldSelection"},
+            ]
+        }
+        unique_filters = sorted(set(filters))
+        if len(unique_filters) <= _MAX_FILTER_NAMES:
+            properties["filters"]["propertyNames"] = {"enum": unique_filters}
+        typed.append(ToolDefinition(definition.name, definition.description, schema))
+    return typed
+
+
+def _read_definitions(work: TurnWork) -> list[dict[str, Any]]:
+    return [item for item in discovery_tool_definitions() if item["name"] in READ_TOOLS]
