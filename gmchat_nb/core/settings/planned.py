@@ -86,9 +86,16 @@ def _catalog(key: str, value: object) -> object:
     return checks.optional_callable_ref(key, value)
 
 
-def _profile(name: str, raw: Mapping[str, Any]) -> ProviderProfile:
+def _profile(name: str, raw: Mapping[str, Any], *, used: bool) -> ProviderProfile:
     key = f"provider_profiles.{name}"
     check_known(f"{key}.", raw, PROFILE_KEYS, "setting")
+    if "provider" not in raw and not used:  # nothing builds it while planned mode is off
+        return ProviderProfile(
+            name,
+            None,
+            checks.mapping(f"{key}.provider_config", raw.get("provider_config")),
+            DEFAULT_PROFILE,
+        )
     if "provider" not in raw:
         raise ChatConfigurationError(
             f"Chat setting '{key}.provider' is required: which provider the profile uses.",
@@ -134,7 +141,7 @@ def planned_settings(
     implicit default profile, so callers never meet a half-configured view."""
     block = check_planned(planned)
     enabled = checks.boolean("planned.enabled", block.get("enabled", False))
-    named = {name: _profile(name, raw) for name, raw in profiles.items()}
+    named = {name: _profile(name, raw, used=enabled) for name, raw in profiles.items()}
     roles_raw = block.get("roles") or {}
     if not named:
         # The spec's implicit profile: the legacy provider for every role, trust group default.
