@@ -4,11 +4,12 @@ Run from the repository root::
 
     .venv/bin/python bench/evals.py
 
-Two workloads over all datasets under ``evals/`` (57 cases), no network beyond nothing at all:
+Two workloads over all datasets under ``evals/``, no network beyond nothing at all:
 
 * CPU-bound: the ``offline`` provider, once alone and once as four copies compared side by side
   (``compare``), with the runner's default concurrency bound of 4. This is the runner's own
-  overhead plus the demo project's queries: what a CI gate pays before any model time.
+  overhead plus the demo project's queries: what a CI gate pays before any model time. Once
+  more with ``strategy="planned"`` (the offline model plans, executes and synthesizes).
 * Model-bound: the committed oracle cassette replayed with 50 ms added before every response,
   standing in for a hosted model's latency, at concurrency 1 (the baseline, how GeneralManager's
   runner works) and 4. This is where running cases concurrently pays.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from gmchat_nb.core.providers.base import (  # noqa: E402
     BaseLLMProvider,
     Message,
     ProviderEvent,
+    StructuredReply,
     ToolDefinition,
 )
 from gmchat_nb.core.providers.replay import ReplayProvider  # noqa: E402
@@ -56,6 +58,18 @@ class SlowReplay(BaseLLMProvider):
         await asyncio.sleep(LATENCY)
         async for event in self.inner.complete(messages, tools):
             yield event
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        # Forwarded with the same latency: the base class's default would turn a planner's
+        # structured request into a streamed one the cassette never recorded.
+        await asyncio.sleep(LATENCY)
+        return await self.inner.complete_structured(messages, response_schema, name=name)
 
 
 def row(label: str, results: evals.EvalResults, seconds: float, baseline: float | None) -> None:
@@ -82,6 +96,8 @@ def main() -> None:
     row("offline, 1 provider", results, seconds, None)
     results, seconds = timed(evals.compare, ["offline"] * 4)
     row("offline, 4 providers", results, seconds, baseline)
+    results, seconds = timed(evals.run, strategy="planned")
+    row("offline, 1 provider, planned", results, seconds, baseline)
     results, seconds = timed(evals.run, provider=SlowReplay, concurrency=1)
     baseline = len(results.results) / seconds
     row("oracle + 50 ms/request, concurrency 1", results, seconds, None)

@@ -153,6 +153,7 @@ async def compare_async(
     exposed: Sequence[str] | None = None,
     provider_config: Mapping[str, Any] | None = None,
     on_result: ResultCallback | None = None,
+    strategy: str | None = None,
 ) -> EvalResults:
     """Run the selected cases against every provider (see :func:`compare`)."""
     cases = select_cases(dataset, tier=tier, tags=tags)
@@ -167,6 +168,7 @@ async def compare_async(
         project=project,
         exposed=exposed,
         on_result=on_result,
+        strategy=strategy,
     )
     labels = list(dict.fromkeys(r.provider for r in results)) or [str(p) for p in providers]
     return EvalResults(results, labels)
@@ -198,8 +200,9 @@ def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalR
 
     Options: ``tier``, ``tags``, ``concurrency`` (4), ``model``, ``project`` (a demo name or a
     GraphQL URL for every case), ``exposed`` (the managers the chat may see there),
-    ``provider_config``, and ``on_result`` (called with each :class:`CaseResult` as its case
-    finishes, e.g. to drive a progress bar).
+    ``provider_config``, ``strategy`` (``"legacy"``, the default, or ``"planned"``: planned
+    orchestration; a case's own ``strategy`` key wins), and ``on_result`` (called with each
+    :class:`CaseResult` as its case finishes, e.g. to drive a progress bar).
     """
     return _sync(run_async(dataset, provider, **options))  # type: ignore[no-any-return]
 

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--provider",
         default="offline",
-        help="provider spec (offline, scripted:FILE, replay:FILE, openai:MODEL, ...)",
+        help="provider spec (offline, scripted:FILE, replay:FILE, openai:MODEL, ...; oracle: "
+        "each case's scripted oracle, evals/oracle/)",
     )
     parser.add_argument("--model", help="model name passed to the provider")
     parser.add_argument(
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME[,NAME...]",
         help="managers the chat may see in --project (a GraphQL server cannot say which of its "
         "managers are chat-exposed; default all)",
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=("legacy", "planned"),
+        help="how cases run: the tool loop (legacy) or planned orchestration (planner, "
+        "executors, synthesizer); a case's own 'strategy' key wins (default legacy)",
     )
     parser.add_argument("--tier", type=int, help="only cases of this tier")
     parser.add_argument("--tag", action="append", default=[], help="required tag (repeatable)")
@@ -101,8 +108,11 @@ def _names(text: str) -> list[str]:
 def _check_providers(specs: Sequence[str], config: dict[str, Any]) -> str | None:
     """The first problem constructing a spec, or None: a typo should not cost a whole run."""
     from ..core.providers.registry import check_ready, create_provider
+    from .oracle import is_oracle
 
     for spec in specs:
+        if is_oracle(spec):
+            continue  # built per case from evals/oracle/; a case without an entry is unscored
         try:
             check_ready(create_provider(spec, config))
         except Exception as error:  # any constructor failure means this spec cannot run a case
@@ -247,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 project=project,
                 exposed=exposed,
                 on_result=on_result,
+                strategy=args.strategy,
             )
         finally:
             if close is not None:

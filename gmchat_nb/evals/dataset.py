@@ -1,9 +1,11 @@
 """Eval datasets in GeneralManager 0.87's YAML format (a list of cases), loaded unmodified.
 
 Every case is ``name``, ``description``, ``tier`` (default 0), ``tags``, ``conversation``
-(``[{user: text}, ...]``) and ``expectations``; ``project`` (a demo name or a GraphQL URL,
-default ``inventory``) is our addition. Unknown keys are a :class:`DatasetError` that names the
-key and the case.
+(``[{user: text}, ...]``) and ``expectations``. Our additions: ``project`` (a demo name or a
+GraphQL URL, default ``inventory``), ``strategy`` (``legacy`` or ``planned``: the case runs so
+whatever the run's default) and ``providers`` (planned roles pinned to provider specs:
+``{planner: offline}``; ``executor`` pins both executors). Unknown keys are a
+:class:`DatasetError` that names the key and the case.
 """
 
 from __future__ import annotations
@@ -30,7 +32,26 @@ __all__ = [
 ]
 
 CASE_KEYS = frozenset(
-    {"name", "description", "tier", "tags", "conversation", "expectations", "project"}
+    {
+        "name",
+        "description",
+        "tier",
+        "tags",
+        "conversation",
+        "expectations",
+        "project",
+        "strategy",
+        "providers",
+    }
+)
+STRATEGIES = ("legacy", "planned")
+PIN_KEYS = (
+    "planner",
+    "executor",
+    "simple_executor",
+    "complex_executor",
+    "synthesizer",
+    "fallback_executor",
 )
 EXPECTATION_KEYS = frozenset(
     {
@@ -126,11 +147,13 @@ class Case:
     expectations: Expectations = field(default_factory=Expectations)
     project: str = "inventory"
     dataset: str = ""
+    strategy: str | None = None  # None: the run's strategy
+    providers: Mapping[str, str] = field(default_factory=dict)  # planned roles pinned
 
     @property
     def case_hash(self) -> str:
         """SHA-256 of what the case asks and expects: it changes when the case does."""
-        payload = {
+        payload: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "tier": self.tier,
@@ -139,6 +162,11 @@ class Case:
             "expectations": self.expectations.raw,
             "project": self.project,
         }
+        # Only when set, so the hashes of cases that do not use them stay as they were.
+        if self.strategy is not None:
+            payload["strategy"] = self.strategy
+        if self.providers:
+            payload["providers"] = dict(self.providers)
         return digest(payload)
 
 
@@ -253,6 +281,20 @@ def _expectations(value: Any, where: str, *, nested: bool = False) -> Expectatio
     )
 
 
+def _strategy(value: Any, label: str) -> str | None:
+    if value is None or value in STRATEGIES:
+        return value  # type: ignore[no-any-return]
+    raise DatasetError(f"{label}: 'strategy' must be one of {list(STRATEGIES)}, got {value!r}")
+
+
+def _providers(value: Any, label: str) -> dict[str, str]:
+    pins = _check_keys(value, frozenset(PIN_KEYS), f"{label}.providers")
+    for role, spec in pins.items():
+        if not isinstance(spec, str) or not spec.strip():
+            raise DatasetError(f"{label}.providers.{role} must be a provider spec (text)")
+    return dict(pins)
+
+
 def parse_case(item: Any, number: int, dataset: str = "") -> Case:
     """One case from its YAML mapping."""
     label = f"{dataset}: case {number}" if dataset else f"case {number}"
@@ -294,6 +336,8 @@ def parse_case(item: Any, number: int, dataset: str = "") -> Case:
         expectations=expectations,
         project=str(item.get("project") or "inventory"),
         dataset=dataset,
+        strategy=_strategy(item.get("strategy"), label),
+        providers=_providers(item.get("providers"), label),
     )
 
 

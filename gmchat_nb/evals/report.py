@@ -10,6 +10,7 @@ from ..core.digest import canonical_json, digest
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .judges import DIMENSIONS, RESULT_SET
 from .runner import CaseResult
+from .strategy import COUNTED_ROLES, sum_roles
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -23,6 +24,7 @@ __all__ = [
     "provider_lines",
     "provider_notes",
     "rate_text",
+    "role_lines",
     "single_report",
     "summary_frame",
     "trace_record",
@@ -107,6 +109,10 @@ def single_report(
         tokens = usage["input_tokens"] + usage["output_tokens"]
         row = f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{tokens:>10}"
         lines.append(row + (f"{r.seconds:>9.2f}" if timings else ""))
+    roles = role_lines(results)
+    if roles:
+        lines.append("")
+        lines.extend(roles)
     failed = [r for r in results if r.status != "pass"]
     if verbose and failed:
         lines.append("")
@@ -119,6 +125,30 @@ def single_report(
         if verbose:
             lines.extend(next_action_lines(results))
     return "\n".join(lines)
+
+
+def role_lines(results: Sequence[CaseResult]) -> list[str]:
+    """Requests and tokens per role, when any case ran planned (empty otherwise): the planner,
+    the executors, the synthesizer, the legacy loop (a mutation plan's turn) and the session's
+    summaries of long conversations."""
+    planned = [r for r in results if r.strategy == "planned"]
+    if not planned:
+        return []
+    totals = sum_roles(*(r.roles for r in planned))
+    lines = [
+        f"Per role ({len(planned)} planned cases)"
+        + f"{'Requests':>12}{'Tokens':>10}{'Req/case':>10}{'Tokens/case':>13}"
+    ]
+    width = len(lines[0]) - 45
+    for role in COUNTED_ROLES:
+        entry = totals.get(role, {})
+        requests = entry.get("requests", 0)
+        tokens = entry.get("input_tokens", 0) + entry.get("output_tokens", 0)
+        lines.append(
+            f"  {role:<{width - 2}}{requests:>12}{tokens:>10}"
+            f"{requests / len(planned):>10.2f}{tokens / len(planned):>13.1f}"
+        )
+    return lines
 
 
 def failure_lines(failed: Sequence[CaseResult], title: str = "Failures:") -> list[str]:
@@ -156,6 +186,14 @@ def compare_report(
             mean = sum(values) / len(values) if values else 0.0
             cells.append(f"{mean:>{width}.1f}")
         lines.append(f"{title:<20}" + "".join(cells))
+    if any(r.strategy == "planned" for r in results):
+        for role in COUNTED_ROLES:
+            cells = []
+            for p in providers:
+                rs = by_provider[p]
+                requests = sum(r.roles.get(role, {}).get("requests", 0) for r in rs)
+                cells.append(f"{requests / len(rs) if rs else 0.0:>{width}.2f}")
+            lines.append(f"{role + ' req/case':<20}" + "".join(cells))
     if any(r.status == "unscored" for r in results):
         # GeneralManager's comparison shows rates only; say how many cases the rates leave out
         cells = [
@@ -266,6 +304,8 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
                 "abstentions": [],
                 "requests": t.requests,
                 "usage": t.usage,
+                "roles": t.roles,
+                "orchestration": t.orchestration,
                 "seconds": round(t.seconds, 4),
             }
             for number, t in enumerate(result.turns, start=1)
@@ -276,6 +316,8 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
         "reasons": list(result.reasons),
         "provider": result.provider,
         "provider_note": result.provider_note,
+        "strategy": result.strategy,
+        "roles": result.roles,
         "usage": result.usage,
         "seconds": round(result.seconds, 4),
         "verdicts": [v.to_dict() for v in result.verdicts],
@@ -305,6 +347,7 @@ def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
             "tier": r.case.tier,
             "status": r.status,
             "passed": r.passed,
+            "strategy": r.strategy,
             "requests": r.requests,
             "input_tokens": r.usage["input_tokens"],
             "output_tokens": r.usage["output_tokens"],

@@ -8,10 +8,19 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.providers.base import BaseLLMProvider, Message, ProviderEvent, ToolDefinition
+from ..core.providers.base import (
+    BaseLLMProvider,
+    DoneEvent,
+    Message,
+    ProviderEvent,
+    StructuredReply,
+    ToolDefinition,
+)
 from ..core.providers.registry import check_ready, create_provider, provider_label
 from .dataset import Case
 from .judges import TurnData, Verdict, judge_case
+from .oracle import is_oracle, oracle_provider
+from .strategy import RoleTally, minus_roles, planned_settings_block, request_role, sum_roles
 
 __all__ = [
     "CaseResult",
@@ -32,7 +41,8 @@ ResultCallback = Callable[["CaseResult"], None]
 
 
 class CountingProvider(BaseLLMProvider):
-    """Wraps a provider and counts its ``complete`` calls (provider requests)."""
+    """Wraps a provider and counts its requests, streamed (``complete``) and structured
+    (``complete_structured``, a planner's), in total and per role (:func:`request_role`)."""
 
     name = "counting"
 
@@ -40,6 +50,7 @@ class CountingProvider(BaseLLMProvider):
         super().__init__(dict(getattr(inner, "provider_config", {}) or {}))
         self.inner = inner
         self.requests = 0
+        self.roles = RoleTally()
 
     @property
     def label(self) -> str:
@@ -57,8 +68,29 @@ class CountingProvider(BaseLLMProvider):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         self.requests += 1
+        role = request_role(messages)
+        self.roles.request(role)
         async for event in self.inner.complete(messages, tools):
+            if isinstance(event, DoneEvent):
+                self.roles.tokens(role, event.usage)
             yield event
+
+    async def complete_structured(
+        self,
+        messages: list[Message],
+        response_schema: Mapping[str, Any],
+        *,
+        name: str = "response",
+    ) -> StructuredReply:
+        # Forwarded, not the base class's single-tool default: the wrapped provider's own
+        # structured output (a vendor's, a script's 'structured' round) is what is measured.
+        self.requests += 1
+        self.roles.request("planner")
+        reply: StructuredReply = await self.inner.complete_structured(
+            messages, response_schema, name=name
+        )
+        self.roles.tokens("planner", reply.usage)
+        return reply
 
 
 @dataclass
@@ -68,6 +100,9 @@ class TurnRecord(TurnData):
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     seconds: float = 0.0
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # requests and tokens per role (planner, executor, synthesizer, legacy, summary)
+    roles: dict[str, dict[str, int]] = field(default_factory=dict)
+    orchestration: dict[str, Any] | None = None  # a planned turn's done.orchestration
 
 
 @dataclass
@@ -87,6 +122,12 @@ class CaseResult:
     reasons: list[str] = field(default_factory=list)
     seconds: float = 0.0
     provider_note: str | None = None
+    strategy: str = "legacy"
+
+    @property
+    def roles(self) -> dict[str, dict[str, int]]:
+        """Requests and tokens per role over the turns."""
+        return sum_roles(*(t.roles for t in self.turns))
 
     @property
     def passed(self) -> bool:
@@ -131,6 +172,8 @@ def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRec
         elif kind == "error":
             turn.error = str(event.get("code") or "error")
         elif kind == "done":
+            if event.get("orchestration") is not None:
+                turn.orchestration = dict(event["orchestration"])
             usage = event.get("usage") or {}
             turn.usage = {
                 "input_tokens": int(usage.get("input_tokens", 0)),
@@ -182,40 +225,65 @@ async def run_case(
     project: Any = None,
     exposed: Sequence[str] | None = None,
     label: str | None = None,
+    strategy: str | None = None,
 ) -> CaseResult:
     """Run one case's conversation in one fresh Chat (fresh project, in-memory store).
 
     ``project`` (a GraphQL URL or demo name) overrides the case's own; ``exposed`` limits the
-    managers the chat sees there.
+    managers the chat sees there. ``strategy`` (``legacy``, the default, or ``planned``) applies
+    unless the case names its own; a planned case's ``providers`` pin roles to other providers.
+    ``provider`` ``"oracle"`` (or ``"oracle:lean"``) is the case's scripted oracle
+    (:mod:`.oracle`), played for the strategy the case runs with.
     """
     from ..chat import Chat
 
     result = CaseResult(case=case, provider=label or _fallback_label(provider))
+    result.strategy = case.strategy or strategy or "legacy"
+    planned = result.strategy == "planned"
     started = time.perf_counter()
     try:
-        built = create_provider(provider, provider_config)
+        built: BaseLLMProvider
+        if is_oracle(provider):
+            built = oracle_provider(case, result.strategy, provider)
+        else:
+            built = create_provider(provider, provider_config)
         result.provider = label or provider_label(built)
         result.provider_note = provider_note(built)
         check_ready(built)  # missing credentials, say: no request could succeed
+        pinned = {
+            key: CountingProvider(create_provider(spec))
+            for key, spec in (case.providers.items() if planned else ())
+        }
+        for pin in pinned.values():
+            check_ready(pin.inner)
     except Exception as error:  # a provider that cannot be built or used is not the model's fault
         result.status, result.error = "unscored", "provider_unavailable"
         result.reasons.append(f"provider_unavailable: {error}")
         return result
     counter = CountingProvider(built)
+    counters = [counter, *pinned.values()]
+    settings = planned_settings_block(counter, pinned) if planned else None
     target = project or case.project
     opened = None
     chat = None
     try:
         opened = await open_project(target, exposed)
-        chat = Chat(project=opened, provider=counter, store=":memory:")
+        chat = Chat(project=opened, provider=counter, store=":memory:", settings=settings)
         session = await chat.session()
         resolve = _resolver(session.project)
         for user in case.conversation:
-            before = counter.requests
+            before = sum(c.requests for c in counters)
+            roles_before = [c.roles.snapshot() for c in counters]
             tick = time.perf_counter()
             turn = await chat.ask(user)
             record = _turn_from_events(user, turn.events)
-            record.requests = counter.requests - before
+            record.requests = sum(c.requests for c in counters) - before
+            record.roles = sum_roles(
+                *(
+                    minus_roles(c.roles.snapshot(), earlier)
+                    for c, earlier in zip(counters, roles_before, strict=True)
+                )
+            )
             record.seconds = time.perf_counter() - tick
             result.turns.append(record)
             if record.error:
@@ -270,11 +338,12 @@ async def run_cases(
     project: Any = None,
     exposed: Sequence[str] | None = None,
     on_result: ResultCallback | None = None,
+    strategy: str | None = None,
 ) -> list[CaseResult]:
     """Every case against every provider, at most ``concurrency`` at a time, in input order.
 
     ``on_result`` is called with each result as its case finishes (a progress bar, a live table);
-    an exception it raises ends the run.
+    an exception it raises ends the run. ``strategy`` is :func:`run_case`'s.
     """
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
@@ -296,6 +365,7 @@ async def run_cases(
                 project=project,
                 exposed=exposed,
                 label=label,
+                strategy=strategy,
             )
         if on_result is not None:
             on_result(result)
