@@ -378,11 +378,18 @@ def dataset_dir() -> Path:
     return Path(__file__).resolve().parent / "datasets"
 
 
+# Datasets only the planned strategy answers (numbers computed by the engine); like
+# GeneralManager's planned_orchestration, "all datasets" leaves them out and they run by name.
+PLANNED_ONLY_DATASETS = ("calculations",)
+
+
 def resolve_datasets(names: Sequence[str | Path] | str | Path | None = None) -> list[Path]:
-    """Dataset files: names under :func:`dataset_dir` or paths; ``None`` means all of them."""
+    """Dataset files: names under :func:`dataset_dir` or paths; ``None`` means all of them but
+    :data:`PLANNED_ONLY_DATASETS`."""
     base = dataset_dir()
     if names is None:
-        return sorted(base.glob("*.yaml")) + sorted(base.glob("*.yml"))
+        every = sorted(base.glob("*.yaml")) + sorted(base.glob("*.yml"))
+        return [path for path in every if path.stem not in PLANNED_ONLY_DATASETS]
     if isinstance(names, str | Path):
         names = [names]
     paths = []

@@ -19,7 +19,10 @@ from gmchat_nb.evals.dataset import dataset_dir
 from gmchat_nb.evals.runner import run_case
 
 ORACLE_PATH: Path = dataset_dir() / "oracle" / "oracle.yaml"
-CASES: dict[str, Case] = {case.name: case for case in select_cases()}
+# The planned-only calculations are left out of "all datasets"; the oracle answers them too.
+CASES: dict[str, Case] = {
+    case.name: case for case in [*select_cases(), *select_cases("calculations")]
+}
 
 Rounds = list[dict[str, Any]]
 

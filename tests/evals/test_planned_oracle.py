@@ -23,8 +23,11 @@ from gmchat_nb.evals.oracle import load_oracle, oracle_provider, planned_rounds
 from gmchat_nb.evals.runner import CaseResult, CountingProvider, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES: dict[str, Case] = {case.name: case for case in select_cases()}
 CALCULATIONS = {case.name for case in select_cases("calculations")}
+# "All datasets" leaves the planned-only calculations out; these tests cover them too.
+CASES: dict[str, Case] = {
+    case.name: case for case in [*select_cases(), *select_cases("calculations")]
+}
 
 
 async def planned(name: str, spec: str = "oracle") -> tuple[CaseResult, ScriptedProvider]:
