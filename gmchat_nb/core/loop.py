@@ -23,7 +23,6 @@ messages, checks budgets and waits for confirmations.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 import uuid
@@ -50,15 +49,13 @@ from .providers.base import (
     BaseLLMProvider,
     DoneEvent,
     Message,
-    ProviderCompletionError,
     ProviderError,
-    ProviderEvent,
     TextChunkEvent,
     TokenUsage,
     ToolCallEvent,
     ToolDefinition,
 )
-from .text import MAX_JSON_DEPTH, clean_json, clean_text, json_depth_exceeds
+from .providers.completion import completed_events
 
 __all__ = [
     "Decision",
@@ -186,76 +183,9 @@ class TurnIO(Protocol):
         ...
 
 
-async def completed_events(
-    provider: BaseLLMProvider, stream: AsyncIterator[ProviderEvent]
-) -> AsyncIterator[ProviderEvent]:
-    """Enforce the provider's timeouts and the protocol: events, then exactly one Done.
-
-    ``TimeoutError`` when the first event (``timeout_seconds``) or a later one
-    (``stream_timeout_seconds``) is late; :class:`ProviderCompletionError` for a stream that ends
-    without Done or sends anything after it.
-    """
-    iterator = stream.__aiter__()
-    first = True
-    done: DoneEvent | None = None
-    try:
-        while True:
-            wait = provider.timeout_seconds if first else provider.stream_timeout_seconds
-            try:
-                async with asyncio.timeout(wait):  # no task per event, unlike wait_for
-                    event = await iterator.__anext__()
-            except StopAsyncIteration:
-                break
-            first = False
-            if done is not None:
-                raise ProviderCompletionError("events_after_completion")
-            if isinstance(event, DoneEvent):
-                done = event
-                continue
-            if isinstance(event, TextChunkEvent):
-                yield _clean_chunk(event)
-            elif isinstance(event, ToolCallEvent):
-                yield _clean_call(event)
-            else:
-                raise ProviderCompletionError("unsupported_provider_event", type(event).__name__)
-    finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
-    if done is None:
-        raise ProviderCompletionError("stream_without_completion")
-    yield done
-
-
 def _milliseconds_since(started: float) -> float:
     """Milliseconds since a ``time.perf_counter()`` reading, to three significant digits."""
     return float(f"{(time.perf_counter() - started) * 1000:.3g}")
-
-
-def _clean_chunk(event: TextChunkEvent) -> TextChunkEvent:
-    """Model text as it can be stored and sent: lone surrogates become U+FFFD."""
-    content = clean_text(event.content)
-    return event if content is event.content else TextChunkEvent(content)
-
-
-def _clean_call(call: ToolCallEvent) -> ToolCallEvent:
-    """A tool call whose id, name, arguments and error can be stored and sent; arguments nested
-    past any use (from any provider, a custom one too) become a tool error the model sees."""
-    if json_depth_exceeds(call.args):
-        return ToolCallEvent(
-            clean_text(call.id),
-            clean_text(call.name),
-            {},
-            error=f"the arguments nest JSON more than {MAX_JSON_DEPTH} levels deep",
-        )
-    cleaned = ToolCallEvent(
-        clean_text(call.id),
-        clean_text(call.name),
-        clean_json(call.args),
-        None if call.error is None else clean_text(call.error),
-    )
-    return call if cleaned == call else cleaned
 
 
 async def complete_text(

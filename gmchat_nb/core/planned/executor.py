@@ -25,9 +25,10 @@ from ..providers.base import (
     ToolCallEvent,
     ToolDefinition,
 )
+from ..text import json_depth_exceeds
 from .binding import compute_action, compute_bound
 from .calculations import CalculationError
-from .evidence import EvidenceError, EvidenceRecord
+from .evidence import EvidenceError, EvidenceRecord, child_alias_id
 from .plan import PlannedTask, PlanValidationError, validate_children
 from .prompts import EXECUTOR_PROMPT, reference_message
 from .work import TurnWork
@@ -280,20 +281,20 @@ def _complete(work: TurnWork, run: TaskRun) -> bool:
 async def _spawn(
     work: TurnWork, run: TaskRun, root: TaskRun, parents: list[TaskRun], payload: Any
 ) -> None:
-    taken = [item.evidence_id.split(":")[0] for item in work.evidence] + [run.task.task_id]
     try:
-        children = validate_children(run.task, payload, taken, run.spawned)
+        children = validate_children(run.task, payload, sorted(work.task_ids), run.spawned)
     except PlanValidationError:
         run.block("invalid_plan")
         return
     run.spawned += len(children)
+    work.task_ids.update(child.task_id for child in children)
     for child in children:
         child_run = TaskRun(child)
         run.children.append(child_run)
         await resolve_task(work, child_run, [*parents, run], root)
         for evidence_id in child_run.evidence_ids:
             record = work.evidence.get(evidence_id)
-            alias = f"{run.task.task_id}:child:{evidence_id}"
+            alias = child_alias_id(run.task.task_id, evidence_id)
             if alias not in work.evidence:
                 work.evidence.alias(alias, record)
 
@@ -302,7 +303,9 @@ def _decode_action(text: str) -> dict[str, Any] | None:
     stripped = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # a model's text may nest past the parser's stack
+        return None
+    if json_depth_exceeds(value):
         return None
     return value if isinstance(value, dict) and "action" in value else None
 

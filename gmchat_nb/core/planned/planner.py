@@ -9,6 +9,8 @@ profile gets one try. Then the turn ends with ``invalid_plan`` or ``provider_fai
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..providers.base import Message, ProviderError
 from .plan import PLAN_SCHEMA, PlanValidationError, ValidatedPlan, validate_plan
 from .prompts import PLANNER_PROMPT, planner_message
@@ -30,7 +32,7 @@ async def make_plan(
     question: str,
     schemas: dict[str, dict[str, object]],
     previous: str = "",
-    on_failure: object = None,
+    on_failure: Callable[[BaseException], None] = lambda error: None,
 ) -> ValidatedPlan:
     """A validated plan, or :class:`PlanningFailed`."""
     base = [
@@ -38,7 +40,6 @@ async def make_plan(
         Message("user", planner_message(question, schemas, previous)),
     ]
     rejection: str | None = None
-    provider_failed = False
     attempts = ("planner", "planner", "fallback_executor")
     for number, role in enumerate(attempts):
         if number == 1 and rejection is None:
@@ -49,20 +50,15 @@ async def make_plan(
                 Message("user", f"The plan was refused: {rejection}. Send a corrected plan.")
             )
         try:
-            value = await roles.structured(role, messages, PLAN_SCHEMA, name="plan")
+            value = await roles.structured(
+                role, messages, PLAN_SCHEMA, name="plan", stage="planner"
+            )
         except ProviderError as error:
-            provider_failed = True
-            if callable(on_failure):
-                on_failure(error)
+            on_failure(error)
             continue
         try:
             return validate_plan(value)
         except PlanValidationError as error:
             rejection = str(error)
-    raise PlanningFailed(
-        "invalid_plan"
-        if rejection is not None
-        else "provider_failed"
-        if provider_failed
-        else "invalid_plan"
-    )
+    # Every attempt either failed (provider) or was refused (the last refusal is kept).
+    raise PlanningFailed("invalid_plan" if rejection is not None else "provider_failed")

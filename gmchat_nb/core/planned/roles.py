@@ -17,14 +17,15 @@ from ..providers.base import (
     BaseLLMProvider,
     DoneEvent,
     Message,
-    ProviderCompletionError,
     ProviderError,
     ProviderEvent,
     TokenUsage,
     ToolDefinition,
 )
+from ..providers.completion import completed_events
 from ..providers.registry import create_provider
 from ..settings.planned import DEFAULT_PROFILE, PlannedSettings
+from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
 
 __all__ = ["LEDGER_ROLES", "RoleLedger", "RoleProviders"]
 
@@ -73,71 +74,69 @@ class RoleProviders:
         self.ledger = RoleLedger()
         self._on_usage = on_usage
         self.providers: dict[str, BaseLLMProvider] = dict(built or {})
-        self._providers = self.providers
         if implicit:  # no provider_profiles: every role is the session's own provider
-            self._providers[DEFAULT_PROFILE] = legacy
+            self.providers[DEFAULT_PROFILE] = legacy
 
     def provider(self, role: str) -> BaseLLMProvider:
         """The provider of ``role`` (the implicit default profile is the session's own)."""
         profile = self.settings.roles[role]
-        provider = self._providers.get(profile.name)
+        provider = self.providers.get(profile.name)
         if provider is None:
             provider = create_provider(profile.provider, dict(profile.provider_config))
-            self._providers[profile.name] = provider
+            self.providers[profile.name] = provider
         return provider
 
-    def _count(self, role: str, usage: TokenUsage) -> None:
-        ledger_role = "executor" if role.endswith("executor") else role
-        self.ledger.add(ledger_role, usage)
+    def _count(self, stage: str, usage: TokenUsage) -> None:
+        self.ledger.add(stage, usage)
         self._on_usage(usage)
 
-    def _charge(self, role: str) -> None:
-        ledger_role = "executor" if role.endswith("executor") else role
-        self.ledger.requests[ledger_role] += 1
+    def _charge(self, role: str, stage: str | None) -> str:
+        """The ledger's row for a request: the stage it serves (the fallback profile counts as
+        the planner or synthesizer it stands in for), else what its role does."""
+        stage = stage or ("executor" if role.endswith("executor") else role)
+        self.ledger.requests[stage] += 1
+        return stage
 
     async def structured(
-        self, role: str, messages: list[Message], schema: Mapping[str, Any], *, name: str
+        self,
+        role: str,
+        messages: list[Message],
+        schema: Mapping[str, Any],
+        *,
+        name: str,
+        stage: str | None = None,
     ) -> dict[str, Any]:
         """One structured request, within the provider's first-event timeout."""
         provider = self.provider(role)
-        self._charge(role)
+        stage = self._charge(role, stage)
         try:
             async with asyncio.timeout(provider.timeout_seconds):
                 reply = await provider.complete_structured(messages, schema, name=name)
         except TimeoutError:
             raise ProviderError(f"the {role} did not answer in time") from None
-        self._count(role, reply.usage)
-        return reply.value
+        self._count(stage, reply.usage)
+        # The same boundary as streamed text: nothing a model wrote may break a store or a socket.
+        if json_depth_exceeds(reply.value):
+            raise ProviderError(f"the {role}'s answer nests JSON more than {MAX_JSON_DEPTH} levels")
+        cleaned: dict[str, Any] = clean_json(reply.value)
+        return cleaned
 
     async def request(
-        self, role: str, messages: list[Message], tools: list[ToolDefinition]
+        self,
+        role: str,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        *,
+        stage: str | None = None,
     ) -> AsyncIterator[ProviderEvent]:
-        """One streamed request: events as they come, the first within ``timeout_seconds`` and
-        each next within ``stream_timeout_seconds``; exactly one Done or a ProviderError."""
+        """One streamed request held to the loop's protocol (timeouts, one Done, text and calls
+        made storable); a late provider is a ProviderError like any other failure."""
         provider = self.provider(role)
-        self._charge(role)
-        stream = provider.complete(messages, tools).__aiter__()
-        timeout = provider.timeout_seconds
-        done = False
+        stage = self._charge(role, stage)
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(timeout):
-                        event = await anext(stream)
-                except StopAsyncIteration:
-                    break
-                except TimeoutError:
-                    raise ProviderError(f"the {role} stopped answering") from None
-                timeout = provider.stream_timeout_seconds
-                if done:
-                    raise ProviderCompletionError("events_after_done")
+            async for event in completed_events(provider, provider.complete(messages, tools)):
                 if isinstance(event, DoneEvent):
-                    done = True
-                    self._count(role, event.usage)
+                    self._count(stage, event.usage)
                 yield event
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        if not done:
-            raise ProviderCompletionError("incomplete_provider_response", "no Done")
+        except TimeoutError:
+            raise ProviderError(f"the {role} stopped answering") from None

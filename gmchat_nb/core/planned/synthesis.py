@@ -170,7 +170,7 @@ async def synthesize(
     for role in ("synthesizer", "fallback_executor"):
         try:
             async with asyncio.timeout(work.settings.synthesis_timeout_seconds):
-                async for event in work.roles.request(role, messages, []):
+                async for event in work.roles.request(role, messages, [], stage="synthesizer"):
                     if isinstance(event, TextChunkEvent) and event.content:
                         result.parts.append(event.content)
                         yield TextChunk(content=event.content)

@@ -136,6 +136,7 @@ class PlannedTurn:
         queue: asyncio.Queue[ChatEvent | None] = asyncio.Queue()
         self.work.emit = queue.put_nowait
         self.runs = {task.task_id: TaskRun(task) for task in plan.tasks}
+        self.work.task_ids.update(self.runs)
         finished = {task_id: asyncio.Event() for task_id in self.runs}
         gate = asyncio.Semaphore(self.work.settings.max_concurrent_tasks)
 

@@ -79,6 +79,7 @@ class TurnWork:
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     outcomes: dict[str, QueryOutcome] = field(default_factory=dict)
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
+    task_ids: set[str] = field(default_factory=set)  # every task of the turn, children too
     explicit_completion: bool = False  # GeneralManager's protocol: executors say "complete"
     calls: int = 0
     call_hashes: list[str] = field(default_factory=list)

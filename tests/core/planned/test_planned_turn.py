@@ -8,6 +8,7 @@ engine's numbers, coverage, the stable error codes, and that mutations never rea
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +426,30 @@ def test_the_engine_never_awaits_forever_on_a_cancelled_turn(tmp_path: Path) -> 
         await stream.aclose()
 
     asyncio.run(asyncio.wait_for(cancel_mid_turn(), 10))
+
+
+async def test_hostile_model_output_never_breaks_the_turn(tmp_path: Path) -> None:
+    """Lone surrogates in a plan and an answer, and an action nested past any parser's stack:
+    the turn still ends with one terminal event whose JSON can be encoded and sent."""
+    open_task = {
+        "task_id": "task_1",
+        "objective": "parts \udcff here",
+        "requirements": [{"requirement_id": "rows", "kind": "query"}],
+    }
+    provider = script(
+        tmp_path,
+        [
+            plan(open_task),
+            {
+                "tool_calls": [
+                    {"name": "query", "args": {"manager": "Material", "fields": ["name"]}}
+                ]
+            },
+            {"text": "[" * 100_000},  # not an action: plain text ends the task with its evidence
+            {"text": "Materials \ud800 listed."},
+        ],
+    )
+    events = await run(planned_chat(provider), "Materials?")
+    assert events[-1]["type"] == "done"
+    encoded = json.dumps(events, ensure_ascii=False).encode("utf-8")  # no lone surrogate left
+    assert "\ufffd" in encoded.decode("utf-8")
