@@ -12,7 +12,6 @@ engine. Two identical failing calls end the task as ``manager_unresolved`` (no p
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +59,7 @@ class TaskRun:
     rounds: int = 0  # executor requests of this task's subtree (a root counts its children's)
     children: list[TaskRun] = field(default_factory=list)
     spawned: int = 0
+    unbound: str | None = None  # why a bound calculation could not be computed
 
     @property
     def evidence_ids(self) -> list[str]:
@@ -91,6 +91,8 @@ class TaskRun:
         }
         if self.reason:
             payload["reason"] = self.reason
+        if self.unbound:
+            payload["calculation_failed"] = self.unbound
         return payload
 
 
@@ -128,12 +130,7 @@ def _note_manager(run: TaskRun, args: dict[str, Any]) -> None:
 def _finish_if_covered(work: TurnWork, run: TaskRun) -> bool:
     if run.missing_queries():
         return False
-    try:
-        compute_bound(work, run)
-    except (CalculationError, EvidenceError):
-        run.block("manager_unresolved")
-        return True
-    run.status = "resolved"
+    _complete(work, run)
     return True
 
 
@@ -184,15 +181,11 @@ async def _executor_rounds(
             # A model's query may be a step on the way (a probe for a value), so its task ends
             # when the executor says so (text or an action), not at its first result.
             continue
-        finished = await _act(work, run, root, parents, text)
-        if finished:
+        reply = await _act(work, run, root, parents, text)
+        if reply is None:
             return
         messages.append(Message("assistant", text))
-        messages.append(
-            Message(
-                "user", "That action was not accepted; answer with tool calls or one JSON action."
-            )
-        )
+        messages.append(Message("user", reply))
 
 
 async def _one_round(
@@ -223,16 +216,21 @@ async def _run_call(work: TurnWork, run: TaskRun, call: ToolCallEvent) -> tuple[
     return outcome.result, outcome.identity if outcome.failed else None
 
 
+_REFUSED = "That action was not accepted; answer with tool calls or one JSON action."
+
+
 async def _act(
     work: TurnWork, run: TaskRun, root: TaskRun, parents: list[TaskRun], text: str
-) -> bool:
-    """Apply a text answer: a JSON action, or plain text (done when there is evidence)."""
+) -> str | None:
+    """Apply a text answer: a JSON action, or plain text (done when there is evidence).
+    ``None`` when the task is finished, else what the executor is told next."""
     action = _decode_action(text)
     if action is None:
         if run.evidence_ids:
-            return _complete(work, run)
-        run.block("manager_unresolved")
-        return True
+            _complete(work, run)
+        else:
+            run.block("manager_unresolved")
+        return None
     kind = action.get("action")
     if kind == "complete":
         for evidence_id in action.get("evidence_ids") or []:
@@ -240,26 +238,33 @@ async def _act(
                 record = work.evidence.get(evidence_id)
                 if record.evidence_id not in run.evidence_ids:
                     run.link(_requirement_for(run, record), record)
-        if not run.evidence_ids:
+        if run.evidence_ids:
+            _complete(work, run)
+        else:
             run.block("manager_unresolved")
-            return True
-        return _complete(work, run)
+        return None
     if kind == "block":
         run.block(str(action.get("reason") or "manager_unresolved"))
-        return True
+        return None
     if kind == "spawn_children":
         await _spawn(work, run, root, parents, action.get("children"))
-        return run.status != "running"
+        if run.status != "running":
+            return None
+        ids = [item for child in run.children for item in child.evidence_ids]
+        return f"The children finished; their evidence: {', '.join(ids) or 'none'}."
     if kind in ("calculate", "calculate_batch"):
         items = action.get("calculations") if kind == "calculate_batch" else [action]
+        done = []
         try:
             for item in items or []:
                 record = compute_action(work, run, item)
                 run.link(str(item.get("requirement_id") or record.evidence_id), record)
-        except (CalculationError, EvidenceError, TypeError, ValueError):
-            return False
-        return False  # the executor goes on (GeneralManager's executors then say complete)
-    return False
+                done.append(f"{record.evidence_id} = {record.payload_json().get('text')}")
+        except (CalculationError, EvidenceError, TypeError, ValueError) as error:
+            return f"The calculation was not accepted: {str(error)[:200]}"
+        # The executor goes on (GeneralManager's executors then say complete).
+        return f"Calculated: {'; '.join(done) or 'nothing'}."
+    return _REFUSED
 
 
 def _requirement_for(run: TaskRun, record: EvidenceRecord) -> str:
@@ -270,12 +275,14 @@ def _requirement_for(run: TaskRun, record: EvidenceRecord) -> str:
     return record.evidence_id
 
 
-def _complete(work: TurnWork, run: TaskRun) -> bool:
-    # The executor's own evidence stands; an unbindable calculation is left out.
-    with contextlib.suppress(CalculationError, EvidenceError):
+def _complete(work: TurnWork, run: TaskRun) -> None:
+    """Resolve ``run``: its evidence stands; a bound calculation the rows cannot feed (a row
+    without the grouped relation, a text value) is left out and named, not the whole task."""
+    try:
         compute_bound(work, run)
+    except (CalculationError, EvidenceError) as error:
+        run.unbound = str(error)[:200]
     run.status = "resolved"
-    return True
 
 
 async def _spawn(

@@ -147,6 +147,9 @@ def _calculation_note(text: str, records: list[EvidenceRecord]) -> str:
             continue
         payload = record.payload_json()
         shown = str(payload.get("text", ""))
+        groups = [str(group.get("text", "")) for group in payload.get("groups") or []]
+        if any(group and group in text for group in groups):
+            continue  # answered per group: the overall value would only confuse
         if shown and shown not in text:
             notes.append(f"{payload.get('operation')}: {shown} [{record.evidence_id}]")
     return ("\n\nComputed from the data: " + "; ".join(notes)) if notes else ""

@@ -453,3 +453,63 @@ async def test_hostile_model_output_never_breaks_the_turn(tmp_path: Path) -> Non
     assert events[-1]["type"] == "done"
     encoded = json.dumps(events, ensure_ascii=False).encode("utf-8")  # no lone surrogate left
     assert "\ufffd" in encoded.decode("utf-8")
+
+
+async def test_an_accepted_calculation_is_reported_to_the_executor_as_accepted(
+    tmp_path: Path,
+) -> None:
+    open_task = {
+        "task_id": "task_1",
+        "objective": "average density",
+        "requirements": [{"requirement_id": "rows", "kind": "query"}],
+    }
+    average = {
+        "action": "calculate",
+        "operation": "average",
+        "operands": [{"evidence_id": "task_1:query:1", "path": ["data", "*", "density"]}],
+    }
+    provider = script(
+        tmp_path,
+        [
+            plan(open_task),
+            {
+                "tool_calls": [
+                    {"name": "query", "args": {"manager": "Material", "fields": ["density"]}}
+                ]
+            },
+            {"text": json.dumps(average)},
+            {"text": '{"action": "complete", "evidence_ids": ["task_1:query:1"]}'},
+            {"text": "Average density."},
+        ],
+    )
+    chat = planned_chat(provider)
+    events = await run(chat, "Average density of materials?")
+    told = (await chat.session()).provider.requests[2][0][-1].content  # type: ignore[attr-defined]
+    assert told.startswith("Calculated: task_1:calculation:2 = ")
+    assert events[-1]["orchestration"]["calculations"][0]["operation"] == "average"
+
+
+async def test_a_calculation_the_rows_cannot_feed_keeps_the_tasks_evidence(tmp_path: Path) -> None:
+    grouped = {
+        "requirement_id": "per_material",
+        "kind": "calculation",
+        "operation": "average",
+        "binding": {
+            "source_requirement_ids": ["task_1_rows"],
+            "value_path": ["unitPrice"],
+            "group_by": ["material", "name"],
+        },
+    }
+    query = {"manager": "Part", "fields": ["name", "unitPrice", {"material": ["name"]}]}
+    provider = script(
+        tmp_path,
+        [plan(query_task("task_1", query, calculations=[grouped])), {"text": "Parts listed."}],
+    )
+    events = await run(planned_chat(provider), "Average part price per material?")
+    rows = events[1]["result"]["data"]
+    assert any(row.get("material") is None for row in rows)  # the row the grouping cannot use
+    done = events[-1]
+    assert done["orchestration"]["status"] == "complete"
+    [task] = done["orchestration"]["tasks"]
+    assert task["status"] == "resolved" and "calculation_failed" in task
+    assert done["orchestration"]["cited"] == ["task_1:query:1"]
