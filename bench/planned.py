@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from machine import describe, load  # bench/ is on sys.path when run
@@ -233,10 +236,10 @@ class RecordingOffline(OfflineProvider):
 Recorder = ScriptedProvider | RecordingOffline
 
 
-def make_chat(provider: Recorder, planned: bool) -> Chat:
+def make_chat(provider: Recorder, planned: bool, target: str = "demo") -> Chat:
     extra: dict[str, Any] = {"planned": {"enabled": True}} if planned else {}
     return Chat(
-        project="demo", provider=provider, store=":memory:", rate_limit={"requests": None}, **extra
+        project=target, provider=provider, store=":memory:", rate_limit={"requests": None}, **extra
     )
 
 
@@ -286,14 +289,17 @@ async def counts(read: Read) -> dict[str, Sent]:
     return sent
 
 
-async def timings(read: Read, project: Project, warmup: int, runs: int) -> dict[str, float]:
+async def timings(
+    read: Read, project: Project, warmup: int, runs: int, target: str = "demo"
+) -> dict[str, float]:
     """Median planned turn, legacy turn and direct queries, timed in alternation (and the rows
-    the direct queries returned)."""
+    the direct queries returned); ``target`` is the project the chats connect to, ``project``
+    the same one for the direct queries."""
     repeat = warmup + runs
     planned_provider = ScriptedProvider({"rounds": planned_rounds(read) * repeat})
     legacy_provider = ScriptedProvider({"rounds": legacy_rounds(read) * repeat})
-    planned_chat = make_chat(planned_provider, True)
-    legacy_chat = make_chat(legacy_provider, False)
+    planned_chat = make_chat(planned_provider, True, target)
+    legacy_chat = make_chat(legacy_provider, False, target)
     times: dict[str, list[float]] = {"planned": [], "legacy": [], "direct": []}
 
     async def turn(chat: Chat) -> float:
@@ -348,6 +354,13 @@ async def main(quick: bool, runs: int) -> None:
     timed = {read.question: await timings(read, project, warmup, runs) for read in READS}
     after = load()
     await project.aclose()
+    with served_demo() as url:
+        remote = await connect(url)
+        over_http = {
+            read.question: await timings(read, remote, warmup, runs, url) for read in READS
+        }
+        await remote.aclose()
+    after_http = load()
 
     print("# gmchat_nb planned orchestration benchmark\n")
     print(
@@ -406,6 +419,22 @@ async def main(quick: bool, runs: int) -> None:
         "\n## Engine overhead: planned turn vs the same queries run directly "
         f"(load average {after})\n"
     )
+    overhead_table(timed)
+    overhead_summary(timed)
+    print(
+        "\n## The same over HTTP: the demo served as a GeneralManager deployment serves "
+        f"`/graphql/` (`gmchat serve-demo`, another process; load average {after_http})\n"
+    )
+    overhead_table(over_http)
+    overhead_summary(over_http)
+    print(
+        "\nOver HTTP each query is a GraphQL request to another process, as against a real "
+        "GeneralManager server (where a query also pays Django and the database); the turn's "
+        "fixed cost is the same as in process."
+    )
+
+
+def overhead_table(timed: Mapping[str, Mapping[str, float]]) -> None:
     print(
         "| read | queries | rows | planned turn (median) | baseline: `project.query` directly | "
         "planned / direct | goal | legacy turn (reference) | legacy / direct |"
@@ -420,6 +449,9 @@ async def main(quick: bool, runs: int) -> None:
             f"{t['direct'] * 1e3:,.2f} ms | {ratio:.2f}x | ≤ {TARGET_RATIO}x {verdict} | "
             f"{t['legacy'] * 1e3:,.2f} ms | {t['legacy'] / t['direct']:.2f}x |"
         )
+
+
+def overhead_summary(timed: Mapping[str, Mapping[str, float]]) -> None:
     planned_sum = sum(t["planned"] for t in timed.values())
     direct_sum = sum(t["direct"] for t in timed.values())
     print(
@@ -430,6 +462,25 @@ async def main(quick: bool, runs: int) -> None:
         "(planning context, evidence store, persistence, events and synthesis over a scripted "
         "model)."
     )
+
+
+@contextlib.contextmanager
+def served_demo() -> Iterator[str]:
+    """``gmchat serve-demo`` in another process; yields its GraphQL URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gmchat_nb.cli", "serve-demo"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line.startswith("GraphQL endpoint: "):
+            raise RuntimeError(f"serve-demo did not start: {line!r}")
+        yield line.split(": ", 1)[1].strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

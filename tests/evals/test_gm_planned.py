@@ -3,8 +3,8 @@
 The dataset is read out of GeneralManager's wheel, cached by ``scripts/fetch-generalmanager``
 (``.ci/run`` fetches it before the tests). Every case is played through the real planned engine
 with role-scripted providers and stubbed tools, and judged on coverage, terminal reason, tool
-sequence, answer tokens and cited evidence. One case cannot pass here, for a reason outside the
-engine (see ``test_mutation_fallback_fails_only_on_the_offline_legacy_answer``).
+sequence, answer tokens and cited evidence. All eleven pass (GeneralManager's own runner fails
+``mutation_fallback``: it stops a read-only eval at a mutation plan).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from gmchat_nb.evals.gm_planned import (
     report,
     run_gm_case,
 )
-
-KNOWN_FAILING = {"mutation_fallback"}  # the offline legacy model refuses writes without reading
 
 
 def wheel() -> Path:
@@ -55,13 +53,10 @@ async def test_every_case_is_judged_as_expected(results: dict[str, GMPlannedResu
     text = report(list(results.values()))
     for name, result in results.items():
         assert result.error is None, f"{name}: {result.error}"
-        if name in KNOWN_FAILING:
-            assert not result.passed, text
-        else:
-            assert result.passed, f"{name}: {result.reasons}\n{text}"
+        assert result.passed, f"{name}: {result.reasons}\n{text}"
         # every scripted round was asked for: the engine made exactly the requests GM scripted
         assert not result.unplayed, f"{name}: unplayed script entries {result.unplayed}"
-    assert "Passed 10 of 11" in text
+    assert "Passed 11 of 11" in text
 
 
 async def test_each_role_is_counted(results: dict[str, GMPlannedResult]) -> None:
@@ -128,15 +123,14 @@ async def test_legacy_strategy_answers_from_the_toy_fixture(
     assert "Apollo" in result.answer
 
 
-async def test_mutation_fallback_fails_only_on_the_offline_legacy_answer(
+async def test_a_mutation_plan_goes_to_the_legacy_loop(
     results: dict[str, GMPlannedResult],
 ) -> None:
-    """The plan's mutation intent hands the turn to the legacy loop, as expected; the offline
-    model then refuses the write without reading the record, so "Apollo" is not in its answer.
-    Every other expectation of the case holds."""
+    """The plan's mutation intent hands the turn to the legacy loop with no executor; the offline
+    legacy model refuses the write, naming the change it understood."""
     result = results["mutation_fallback"]
     assert result.terminal_reason == "mutation"
     assert result.requests["planner"] == 1 and result.requests["executor"] == 0
-    failing = {name for name, problem in result.checks.items() if problem}
-    assert failing == {"answer_tokens"}
+    assert result.tool_sequence == []
+    assert result.answer.startswith("I can't update the Apollo record: ")
     assert "only reads data" in result.answer

@@ -209,6 +209,25 @@ async def test_write_requests_are_refused_without_any_tool_call(
     assert "model-backed provider" in run.answer and "allow-listed" in run.answer
 
 
+@pytest.mark.parametrize(
+    ("question", "refused"),
+    [
+        ("Update the Apollo record.", "I can't update the Apollo record: "),
+        (
+            "Please remove supplier Acme Metals GmbH! Thanks",
+            "I can't remove supplier Acme Metals GmbH: ",
+        ),
+        ("Set\x00 the\u202e name\tof Bolt to 5", "I can't set the name of Bolt to 5: "),
+        ("Delete " + "every " * 40 + "part", "I can't delete " + "every " * 11 + "every…: "),
+    ],
+)
+async def test_a_write_refusal_names_the_change_it_understood(
+    inventory: Project, question: str, refused: str
+) -> None:
+    run = await converse(inventory, question)
+    assert run.answer.startswith(refused)
+
+
 async def test_a_question_with_no_matching_data_type_gets_an_honest_answer(
     inventory: Project,
 ) -> None:

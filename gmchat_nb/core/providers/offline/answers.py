@@ -7,13 +7,20 @@ records.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .prose import describe_filter, humanize, manager_noun, row_text
 from .question import MAX_QUESTION_CHARS
 from .reading import Reading
 
-__all__ = ["LONG_QUESTION_NOTE", "OPINION_REFUSAL", "WRITE_REFUSAL", "answer_text"]
+__all__ = [
+    "LONG_QUESTION_NOTE",
+    "OPINION_REFUSAL",
+    "WRITE_REFUSAL",
+    "answer_text",
+    "write_refusal",
+]
 
 LONG_QUESTION_NOTE = (
     f"(Your question was long: I read only its first {MAX_QUESTION_CHARS:,} characters.)"
@@ -24,6 +31,27 @@ WRITE_REFUSAL = (
     "updating or deleting). Changing data needs a model-backed provider with the mutation "
     "allow-listed, and every change still waits for your confirmation."
 )
+# How much of the request a refusal repeats: enough to show what was understood ("update the
+# Apollo record"), never a pasted paragraph.
+_ECHO_CHARS = 80
+_SENTENCE_END = re.compile(r"[.!?\n]")
+
+
+def write_refusal(question: str, start: int) -> str:
+    """The write refusal, naming what was asked from ``start`` (where the write verb begins) to
+    the end of that sentence, so the user sees which change was understood and refused."""
+    rest = question[start:]
+    end = _SENTENCE_END.search(rest)
+    sentence = rest[: end.start() if end else len(rest)]
+    asked = " ".join("".join(c if c.isprintable() else " " for c in sentence).split())
+    if len(asked) > _ECHO_CHARS:
+        asked = asked[:_ECHO_CHARS].rsplit(" ", 1)[0] + "…"
+    if not asked:
+        return WRITE_REFUSAL
+    asked = asked[0].lower() + asked[1:]
+    return WRITE_REFUSAL.replace("I can't do that", f"I can't {asked}", 1)
+
+
 OPINION_REFUSAL = (
     "I can't answer that: the offline assistant only looks up records in the project's data; it "
     "cannot explain reasons or give opinions. Ask which records match something instead, for "

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...project.names import clip, split_words
-from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, WRITE_REFUSAL, answer_text
+from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
 from .conversation import Turn
 from .filters import build_filters
 from .locating import relation_paths, value_probes
@@ -53,8 +53,8 @@ class Planner(QuestionReader):
     def _step(self) -> Step:
         if not self.question:
             return Step(text="Ask me a question about the project's data.")
-        if WRITE_REQUEST.search(self.question):
-            return Step(text=WRITE_REFUSAL)
+        if write := WRITE_REQUEST.search(self.question):
+            return Step(text=write_refusal(self.question, write.start()))
         if OPINION_QUESTION.search(self.question):
             return Step(text=OPINION_REFUSAL)
         missing = [name for name in REQUIRED_TOOLS if name not in self.offered]
