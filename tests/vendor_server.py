@@ -136,6 +136,7 @@ class Reply:
       Non-streaming requests never get an answer (until the server stops).
     - `status`: answer with this HTTP error status and the vendor's error JSON instead of a stream.
     - `delay`: seconds to wait before sending the response headers (cut short by `stop()`).
+    - `pace`: seconds to wait between stream events (a slow local server's steady trickle).
     - `error_message`: the message put in scripted errors (mid-stream and HTTP).
     - `structured`: a structured answer (normally a dict; any JSON value). Sent as the JSON text
       of the message (openai, ollama; also anthropic when streaming), or as the `tool_use` input of
@@ -150,6 +151,7 @@ class Reply:
     stall_after: int | None = None
     status: int = 200
     delay: float = 0.0
+    pace: float = 0.0
     error_message: str = "scripted error"
     structured: Any = None
 
@@ -367,7 +369,9 @@ class VendorServer:
         )
         await response.prepare(request)
         try:
-            for event in events[:cut]:
+            for number, event in enumerate(events[:cut]):
+                if reply.pace and number and await self._wait_closing(reply.pace):
+                    return response
                 await response.write(event)  # each write goes to the socket: the stream streams
             if reply.error_after is not None and (
                 reply.stall_after is None or reply.error_after <= reply.stall_after

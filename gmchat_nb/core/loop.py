@@ -13,7 +13,8 @@ Only the guardrails end a turn early, with the spec's codes:
   no more tools; calling one anyway ends the turn (GeneralManager counts every read call, so three
   successful lookups exhaust it);
 * ``mutation_limit``, ``mutation_batch_unsupported`` (checked before any tool runs);
-* ``deadline_exceeded`` (first-event and between-event provider timeouts), ``provider_failed``;
+* ``deadline_exceeded`` (first-event and between-chunk provider timeouts), ``provider_failed``
+  (also for an empty final answer: a turn never ends in a silent ``done``);
 * ``rate_limited`` (checked before each round), ``confirmation_required_transport``.
 
 The loop knows nothing of storage or transports: a :class:`TurnIO` (the session) persists
@@ -298,6 +299,16 @@ class ToolLoop:
                 state.recovered = True
                 messages.append(Message("system", recovery))
                 continue
+            if not text.strip():
+                # an empty answer is a failed request, not a finished turn: say so
+                self.io.provider_failed(
+                    ProviderError(
+                        "the model's final answer was empty "
+                        f"(finish_reason {done.finish_reason!r}, round {state.rounds})"
+                    )
+                )
+                yield error_event("provider_failed")
+                return
             if buffer and text:
                 yield TextChunk(content=text)
             if done.finish_reason in TRUNCATED:

@@ -37,6 +37,7 @@ from .base import (
     structured_object,
     structured_text,
 )
+from .completion import stream_progress
 
 __all__ = ["AnthropicProvider", "to_anthropic_messages"]
 
@@ -103,6 +104,7 @@ class AnthropicProvider(SDKProvider):
         try:
             stream = await self.client().messages.create(**request)
             async for event in stream:
+                stream_progress()
                 kind = event.type
                 if kind == "message_start":
                     usage = getattr(event.message, "usage", None)

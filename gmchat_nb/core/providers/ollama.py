@@ -31,6 +31,7 @@ from .base import (
     clip,
     structured_text,
 )
+from .completion import stream_progress
 
 __all__ = ["OllamaProvider", "to_ollama_messages"]
 
@@ -82,6 +83,7 @@ class OllamaProvider(SDKProvider):
                 stream=True,
             )
             async for chunk in stream:
+                stream_progress()
                 message = chunk.message
                 if message is not None and message.content:
                     yield TextChunkEvent(message.content)

@@ -4,6 +4,23 @@ server, LM Studio, Ollama's /v1) through ``base_url``.
 Config: ``model`` (gpt-4.1-mini), ``api_key`` (else ``OPENAI_API_KEY``), ``base_url`` (else
 ``OPENAI_BASE_URL``), ``max_tokens``, ``timeout_seconds`` (60, also the SDK's timeout),
 ``stream_timeout_seconds`` (30). The SDK never retries (``max_retries=0``): the loop owns retries.
+
+OpenAI-compatible servers differ in what they accept (``gmchat doctor`` tells in seconds), so:
+
+* ``max_tokens`` defaults to 1024 when ``base_url`` points anywhere but api.openai.com: a local
+  server without a limit generates to its context size, long after the turn gave up;
+* ``tool_choice`` (``auto``, ``required`` or ``none``) is sent with tools when set; without it,
+  nothing is sent (llama-cpp-python's server then drops the tools entirely);
+* ``stream: false`` asks for whole responses (llama-cpp-python's server refuses a streamed
+  ``tool_choice: auto``);
+* ``structured_output`` says how a structured answer is asked for: ``json_schema`` (default,
+  ``response_format`` with the schema), ``json_object`` (``response_format: json_object`` with the
+  schema beside it, which llama-cpp-python's server turns into a grammar, and in the prompt),
+  ``tool`` (one function whose arguments are the answer, forced by ``tool_choice``) or ``prompt``
+  (the schema in the prompt; the text is parsed).
+
+An assistant message with tool calls is sent with ``content: ""``, never ``null``: the official
+API accepts either, llama-cpp-python's server answers ``null`` with HTTP 500.
 """
 
 from __future__ import annotations
@@ -21,6 +38,7 @@ from ._wire import (
     tool_call,
 )
 from .base import (
+    BaseLLMProvider,
     DoneEvent,
     Message,
     ProviderCompletionError,
@@ -33,8 +51,15 @@ from .base import (
     clip,
     structured_text,
 )
+from .completion import stream_progress
+from .registry import ProviderSpecError
 
-__all__ = ["OpenAIProvider", "to_openai_messages"]
+__all__ = ["LOCAL_MAX_TOKENS", "OpenAIProvider", "to_openai_messages"]
+
+LOCAL_MAX_TOKENS = 1024
+TOOL_CHOICES = ("auto", "required", "none")
+STRUCTURED_STYLES = ("json_schema", "json_object", "tool", "prompt")
+OPENAI_HOST = "api.openai.com"
 
 _FINISH = {
     "stop": "stop",
@@ -51,6 +76,18 @@ class OpenAIProvider(SDKProvider):
     required_extra: ClassVar[str | None] = "openai"
     sdk_module: ClassVar[str | None] = "openai"
     default_config: ClassVar[Mapping[str, Any]] = {"model": "gpt-4.1-mini"}
+    _force: str | None = None  # a function every request forces (structured_output: tool)
+
+    @classmethod
+    def check_configuration(cls, config: Mapping[str, Any] | None = None) -> None:
+        """The shared checks, then this adapter's own keys (each error names its key)."""
+        super().check_configuration(config)
+        config = config or {}
+        _check_choice(config, "tool_choice", TOOL_CHOICES)
+        _check_choice(config, "structured_output", STRUCTURED_STYLES)
+        stream = config.get("stream")
+        if stream is not None and not isinstance(stream, bool):
+            raise ProviderSpecError(f"openai: stream must be true or false, got {stream!r}")
 
     def make_client(self) -> Any:
         """``openai.AsyncOpenAI`` for ``api_key``/``base_url`` (else the SDK's environment)."""
@@ -70,8 +107,6 @@ class OpenAIProvider(SDKProvider):
         import openai
 
         request = self._request(messages)
-        request["stream"] = True
-        request["stream_options"] = {"include_usage": True}
         if tools:
             request["tools"] = [
                 {
@@ -84,37 +119,50 @@ class OpenAIProvider(SDKProvider):
                 }
                 for tool in tools
             ]
+            if self.provider_config.get("tool_choice"):
+                request["tool_choice"] = self.provider_config["tool_choice"]
         calls: dict[int, dict[str, Any]] = {}
         finish: str | None = None
         usage = TokenUsage()
         stream: Any = None
         try:
-            stream = await self.client().chat.completions.create(**request)
-            async for chunk in stream:
-                if getattr(chunk, "usage", None) is not None:
-                    usage = TokenUsage(
-                        int(chunk.usage.prompt_tokens or 0), int(chunk.usage.completion_tokens or 0)
-                    )
-                for choice in chunk.choices or ():
-                    delta = choice.delta
-                    refusal = getattr(delta, "refusal", None) if delta is not None else None
+            if self.provider_config.get("stream") is False:
+                response = await self.client().chat.completions.create(**request)
+                stream_progress()
+                usage = _usage(response)
+                for choice in (response.choices or ())[:1]:
+                    refusal = getattr(choice.message, "refusal", None)
                     if refusal:
                         raise ProviderError(f"the model refused: {refusal}")
-                    if delta is not None and delta.content:
-                        yield TextChunkEvent(delta.content)
-                    for fragment in (delta.tool_calls if delta is not None else None) or ():
-                        call = calls.setdefault(
-                            fragment.index, {"id": None, "name": "", "arguments": []}
-                        )
-                        if fragment.id:
-                            call["id"] = fragment.id
-                        function = fragment.function
-                        if function is not None and function.name:
-                            call["name"] = function.name
-                        if function is not None and function.arguments:
-                            call["arguments"].append(function.arguments)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+                    if choice.message.content:
+                        yield TextChunkEvent(choice.message.content)
+                    for index, whole in enumerate(choice.message.tool_calls or ()):
+                        function = getattr(whole, "function", None)
+                        calls[index] = {
+                            "id": whole.id,
+                            "name": getattr(function, "name", "") or "",
+                            "arguments": [getattr(function, "arguments", "") or ""],
+                        }
+                    finish = choice.finish_reason
+            else:
+                request["stream"] = True
+                request["stream_options"] = {"include_usage": True}
+                stream = await self.client().chat.completions.create(**request)
+                async for chunk in stream:
+                    stream_progress()  # fragments of a tool call count as progress
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = _usage(chunk)
+                    for choice in chunk.choices or ():
+                        delta = choice.delta
+                        refusal = getattr(delta, "refusal", None) if delta is not None else None
+                        if refusal:
+                            raise ProviderError(f"the model refused: {refusal}")
+                        if delta is not None and delta.content:
+                            yield TextChunkEvent(delta.content)
+                        for fragment in (delta.tool_calls if delta is not None else None) or ():
+                            _add_fragment(calls, fragment)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
         except openai.APIError as error:
             raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
         finally:
@@ -153,20 +201,25 @@ class OpenAIProvider(SDKProvider):
         caller's schema need not keep to."""
         import openai
 
-        request = self._request(messages)
-        request["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": name, "schema": dict(response_schema), "strict": False},
-        }
+        style = self.provider_config.get("structured_output") or "json_schema"
+        if style == "tool":
+            return await self._structured_by_tool(messages, response_schema, name=name)
+        request = self._request(
+            messages if style == "json_schema" else _with_schema(messages, response_schema)
+        )
+        if style == "json_schema":
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": dict(response_schema), "strict": False},
+            }
+        elif style == "json_object":
+            # ``schema`` is llama-cpp-python's extension (a grammar); other servers ignore it
+            request["response_format"] = {"type": "json_object", "schema": dict(response_schema)}
         try:
             response = await self.client().chat.completions.create(**request)
         except openai.APIError as error:
             raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
-        counted = getattr(response, "usage", None)
-        usage = TokenUsage(
-            int(getattr(counted, "prompt_tokens", 0) or 0),
-            int(getattr(counted, "completion_tokens", 0) or 0),
-        )
+        usage = _usage(response)
         if not response.choices:
             raise ProviderError("the structured answer is missing: the response has no choices")
         choice = response.choices[0]
@@ -182,15 +235,81 @@ class OpenAIProvider(SDKProvider):
             )
         return StructuredReply(structured_text(content), usage)
 
+    async def _structured_by_tool(
+        self, messages: list[Message], response_schema: Mapping[str, Any], *, name: str
+    ) -> StructuredReply:
+        """The answer as the arguments of one function the request forces."""
+        forced = OpenAIProvider(
+            {**self.provider_config, "tool_choice": None, "structured_output": None}
+        )
+        forced._client = self._client
+        forced._force = name
+        try:
+            return await BaseLLMProvider.complete_structured(
+                forced, messages, response_schema, name=name
+            )
+        finally:
+            self._client = forced._client
+
+    @property
+    def max_tokens(self) -> int | None:
+        """``max_tokens`` as configured; 1024 for a server other than OpenAI's own."""
+        configured = self.provider_config.get("max_tokens")
+        if configured:
+            return int(configured)
+        base_url = self.provider_config.get("base_url")
+        if base_url and OPENAI_HOST not in str(base_url):
+            return LOCAL_MAX_TOKENS
+        return None
+
     def _request(self, messages: list[Message]) -> dict[str, Any]:
-        """What every request carries: the model, the history and ``max_tokens`` when set."""
+        """What every request carries: the model, the history and ``max_tokens``."""
         request: dict[str, Any] = {
             "model": self.provider_config["model"],
             "messages": to_openai_messages(messages),
         }
-        if self.provider_config.get("max_tokens"):
-            request["max_tokens"] = int(self.provider_config["max_tokens"])
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        if self._force is not None:
+            request["tool_choice"] = {"type": "function", "function": {"name": self._force}}
         return request
+
+
+def _check_choice(config: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> None:
+    value = config.get(key)
+    if value is not None and value not in allowed:
+        raise ProviderSpecError(f"openai: {key} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _usage(response: Any) -> TokenUsage:
+    """A response's or a chunk's usage (zeros when the server does not report it)."""
+    counted = getattr(response, "usage", None)
+    return TokenUsage(
+        int(getattr(counted, "prompt_tokens", 0) or 0),
+        int(getattr(counted, "completion_tokens", 0) or 0),
+    )
+
+
+def _add_fragment(calls: dict[int, dict[str, Any]], fragment: Any) -> None:
+    """One streamed piece of a tool call, appended to the call at its index."""
+    call = calls.setdefault(fragment.index, {"id": None, "name": "", "arguments": []})
+    if fragment.id:
+        call["id"] = fragment.id
+    function = fragment.function
+    if function is not None and function.name:
+        call["name"] = function.name
+    if function is not None and function.arguments:
+        call["arguments"].append(function.arguments)
+
+
+def _with_schema(messages: list[Message], schema: Mapping[str, Any]) -> list[Message]:
+    """The history with the answer's JSON schema in a final system message, for servers that
+    cannot take it as ``response_format``."""
+    note = (
+        "Answer with one JSON object and nothing else. It must follow this JSON schema: "
+        + json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    )
+    return [*messages, Message("system", note)]
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -209,7 +328,8 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             converted.append(
                 {
                     "role": "assistant",
-                    "content": message.content or None,
+                    # "" rather than null: llama-cpp-python's server answers null with HTTP 500
+                    "content": message.content or "",
                     "tool_calls": [
                         {
                             "id": call.id,

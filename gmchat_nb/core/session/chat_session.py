@@ -296,7 +296,13 @@ class ChatSession:
 
     def provider_failed(self, error: BaseException) -> None:
         """Provider details stay server-side: the log and the error hook."""
-        log.warning("provider %s failed: %s", self.provider.__class__.__name__, error)
+        reason = str(error) or "no message"
+        log.warning(
+            "provider %s failed: %s: %s",
+            self.provider.__class__.__name__,
+            type(error).__name__,
+            reason,
+        )
         self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "provider"})
 
     async def open_confirmation(
