@@ -56,6 +56,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _ask(options)
     if options.command == "cleanup":
         return _cleanup(options)
+    if options.command == "doctor":
+        return _doctor(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -114,6 +116,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     cleanup.add_argument("--config", help="a YAML settings file")
     cleanup.add_argument("--store", help="the conversation store (default: settings)")
+    doctor = commands.add_parser(
+        "doctor",
+        help="probe what a provider (a local inference server) can do",
+        description="Send a provider the requests a chat turn makes -- a streamed answer, a "
+        "tool call, a round with tool history, usage, a structured answer -- and say what "
+        "works, with the setting that fixes what does not. Exit 0 when a turn can work.",
+    )
+    doctor.add_argument("--provider", help="e.g. openai:MODEL, local:PATH.gguf (default: settings)")
+    doctor.add_argument(
+        "--provider-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a provider setting, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable)",
+    )
+    doctor.add_argument("--config", help="a YAML settings file")
+    doctor.add_argument(
+        "--timeout", type=float, default=30, help="seconds for each probe (default 30)"
+    )
     serve = commands.add_parser(
         "serve-demo",
         help="serve a demo project's GraphQL over HTTP on 127.0.0.1",
@@ -126,6 +147,23 @@ def _parser() -> argparse.ArgumentParser:
         "--managers", type=int, help="number of managers of the large demo (default 150)"
     )
     return parser
+
+
+def _doctor(options: argparse.Namespace) -> int:
+    from .core.providers.doctor import diagnose, format_diagnosis
+    from .core.providers.registry import config_pairs, create_provider
+    from .core.settings import ChatConfigurationError, load_settings
+
+    try:
+        overrides = config_pairs(options.provider_config)
+        settings = load_settings(options.config)
+        config = {**settings.provider_config, **overrides}
+        provider = create_provider(options.provider or settings.provider, config)
+    except (ChatConfigurationError, ValueError, ImportError) as error:
+        return _usage(str(error))
+    diagnosis = asyncio.run(diagnose(provider, timeout=options.timeout))
+    print(format_diagnosis(diagnosis))
+    return 0 if diagnosis.ok else EXIT_FAILURE
 
 
 def _tool(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:

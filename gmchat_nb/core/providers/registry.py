@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .base import BaseLLMProvider, MissingExtraError
 
-__all__ = ["ProviderSpecError", "check_ready", "create_provider", "provider_label"]
+__all__ = [
+    "ProviderSpecError",
+    "check_ready",
+    "config_pairs",
+    "create_provider",
+    "provider_label",
+]
 
 # name -> (SDK module, extra, adapter module, adapter class)
 SDK_PROVIDERS: dict[str, tuple[str, str, str, str]] = {
@@ -123,3 +130,21 @@ def check_ready(provider: Any) -> None:
     ready = getattr(provider, "check_ready", None)
     if callable(ready):
         ready()
+
+
+def config_pairs(pairs: Iterable[str], option: str = "--provider-config") -> dict[str, Any]:
+    """``KEY=VALUE`` command-line pairs as a provider_config mapping. A VALUE that parses as JSON
+    is that value (``max_tokens=256``, ``stream=false``); anything else is the string itself
+    (``base_url=http://127.0.0.1:8080/v1``). A pair without ``=`` or key is a ValueError naming
+    ``option``."""
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, raw = pair.partition("=")
+        if not equals or not key.strip():
+            raise ValueError(f"{option} takes KEY=VALUE, got {pair!r}")
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        config[key.strip()] = value
+    return config

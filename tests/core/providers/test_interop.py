@@ -4,14 +4,18 @@ real llama.cpp server are in tests/local/ (marked ``local_model``)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
+from gmchat_nb.cli import main
 from gmchat_nb.core.providers.base import BaseLLMProvider, Message, ToolDefinition
+from gmchat_nb.core.providers.doctor import diagnose, format_diagnosis
 from gmchat_nb.core.providers.openai import LOCAL_MAX_TOKENS
 from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
 
@@ -212,3 +216,101 @@ async def test_no_tools_no_tool_choice(server: VendorServer) -> None:
     events = [e async for e in adapter.complete([Message("user", "hi")], list[ToolDefinition]())]
     assert events[-1].finish_reason == "stop"  # type: ignore[union-attr]
     assert "tool_choice" not in server.requests["openai"][0]
+
+
+async def test_doctor_passes_a_server_that_does_everything(server: VendorServer) -> None:
+    server.script(
+        "openai",
+        [
+            Reply(text=["Hello ", "there."], usage=(9, 3)),
+            Reply(tool_calls=[ToolCallSpec("echo", {"word": "ping"})], usage=(30, 5)),
+            Reply(text="It returned ping.", usage=(50, 4)),
+            Reply(structured={"color": "red"}, usage=(20, 4)),
+        ],
+    )
+    diagnosis = await diagnose(provider(server, "openai"), timeout=5)
+    assert [(p.name, p.passed) for p in diagnosis.probes] == [
+        ("text", True),
+        ("tool call", True),
+        ("tool history", True),
+        ("usage", True),
+        ("structured", True),
+    ]
+    assert diagnosis.ok and "2 chunk(s)" in diagnosis.probes[0].detail
+    history = server.requests["openai"][2]["messages"]
+    assert history[1]["tool_calls"][0]["function"]["name"] == "echo"  # the call it made
+    assert history[2] == {"role": "tool", "tool_call_id": "call_1", "content": '{"echo":"ping"}'}
+
+
+async def test_doctor_names_the_fix_for_a_server_that_ignores_tools(server: VendorServer) -> None:
+    server.script(
+        "openai",
+        [
+            Reply(text="Hello."),
+            Reply(text='Call the echo tool with the word "ping".'),  # the tools never reached it
+            Reply(text="ping"),
+            Reply(status=500, error_message="response_format is not supported"),
+        ],
+    )
+    diagnosis = await diagnose(provider(server, "openai"), timeout=5)
+    failed = {p.name: p.detail for p in diagnosis.probes if not p.passed}
+    assert set(failed) == {"tool call", "usage", "structured"} and not diagnosis.ok
+    assert "answered in text instead" in failed["tool call"]
+    assert "tool_choice: auto" in failed["tool call"]
+    assert "response_format is not supported" in failed["structured"]
+    assert "structured_output: json_object" in failed["structured"]
+    text = format_diagnosis(diagnosis)
+    assert "FAIL tool call" in text and text.endswith("as configured (see FAIL above).")
+
+
+async def test_doctor_reports_a_stalled_probe_and_goes_on(server: VendorServer) -> None:
+    server.script(
+        "openai",
+        [
+            Reply(text="Hi.", delay=30),
+            Reply(tool_calls=[ToolCallSpec("echo", {"word": "ping"})]),
+            Reply(text="ping"),
+            Reply(structured={"color": "red"}),
+        ],
+    )
+    diagnosis = await diagnose(provider(server, "openai", timeout_seconds=0.3), timeout=5)
+    assert diagnosis.probes[0].passed is False
+    assert "no response within 0.3 s" in diagnosis.probes[0].detail
+    assert [p.passed for p in diagnosis.probes[1:3]] == [True, True]
+
+
+def test_doctor_refuses_a_malformed_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["doctor", "--provider-config", "max_tokens"]) == 2
+    assert "--provider-config takes KEY=VALUE, got 'max_tokens'" in capsys.readouterr().err
+
+
+async def test_gmchat_doctor_on_the_command_line(server: VendorServer) -> None:
+    server.script(
+        "openai",
+        [
+            Reply(text="Hello."),
+            Reply(tool_calls=[ToolCallSpec("echo", {"word": "ping"})]),
+            Reply(text="ping"),
+            Reply(structured={"color": "red"}),
+        ],
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gmchat_nb.cli",
+        "doctor",
+        "--provider",
+        "openai:test-model",
+        "--provider-config",
+        f"base_url={server.openai_base_url}",
+        "--provider-config",
+        "api_key=test-key",
+        "--provider-config",
+        "max_tokens=32",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0, out.decode()
+    assert out.decode().startswith("gmchat doctor: openai:test-model")
+    assert "ok   tool call" in out.decode()
+    assert all(body["max_tokens"] == 32 for body in server.requests["openai"])
