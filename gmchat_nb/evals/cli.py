@@ -5,9 +5,9 @@ Exit status:
 * 0 -- every selected case that could be scored passed (the report says how many were unscored);
 * 1 -- a case failed, or a provider could not score a single case (unscored: it could not be
   reached, or the chat failed around it); stderr says which;
-* 2 -- the run could not start: bad options, an unknown dataset, an empty selection, a provider
-  spec that cannot be constructed, a ``--project`` that cannot be opened, or an output file
-  that cannot be written.
+* 2 -- the run could not start: bad options (a ``--provider-config`` that is not KEY=VALUE), an
+  unknown dataset, an empty selection, a provider spec that cannot be constructed with its
+  settings, a ``--project`` that cannot be opened, or an output file that cannot be written.
 
 The report goes to stdout. On a terminal, a progress bar over the cases goes to stderr; it is left
 out when stderr is not a terminal (CI logs, pipes, tests).
@@ -50,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
         "each case's scripted oracle, evals/oracle/)",
     )
     parser.add_argument("--model", help="model name passed to the provider")
+    parser.add_argument(
+        "--provider-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a provider setting for every provider run, e.g. max_tokens=256 or "
+        "base_url=http://127.0.0.1:8080/v1 (repeatable; VALUE is JSON when it parses as JSON, "
+        "else a string; --model wins over model=)",
+    )
     parser.add_argument(
         "--dataset",
         action="append",
@@ -178,6 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        from ..core.providers.registry import config_pairs
+
+        try:
+            settings = config_pairs(args.provider_config)
+        except ValueError as error:
+            parser.error(str(error))  # usage and the reason on stderr, exit status 2
     except SystemExit as exit_:
         return int(exit_.code or 0)
     from .api import compare, select_cases
@@ -208,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not project:
             _error("--exposed applies to --project; name the project (a GraphQL URL or demo)")
             return EXIT_USAGE
-    config: dict[str, Any] = {"model": args.model} if args.model else {}
+    config: dict[str, Any] = {**settings, **({"model": args.model} if args.model else {})}
     if args.record_to:
         providers = [f"record:{args.provider}"]
         config["record_to"] = args.record_to

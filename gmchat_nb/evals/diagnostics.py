@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .dataset import Expectations
 from .judges import ANSWER, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
 from .runner import CaseResult
 
@@ -32,6 +33,12 @@ ADVICE: dict[tuple[str, str], str] = {
     ("dataset", "invalid_expectations"): "Fix the case's expectations in the dataset",
     ("provider", "provider_error"): (
         "Check the provider: credentials, endpoint, model name and its rate limits, then rerun"
+    ),
+    ("provider", "no_tool_calls"): (
+        "The provider returned no tool call although tools were offered: the server may not be "
+        "passing the tools to the model. Check it with gmchat doctor --provider SPEC; try the "
+        "provider settings tool_choice and stream (--provider-config tool_choice=auto "
+        "--provider-config stream=false for llama-cpp-python's server)"
     ),
     ("harness", "turn_request_budget_exhausted"): (
         "The turn ran out of provider requests: find out why the model loops, or raise the limit"
@@ -164,6 +171,52 @@ def _from_verdicts(result: CaseResult) -> list[Diagnosis]:
     return found
 
 
+# diagnoses a case gets when the model made no tool call: symptoms of that, not causes
+_WITHOUT_TOOLS = frozenset(
+    {"missing_required_tool", "tool_sequence_mismatch", "wrong_query_result", "result_contract"}
+)
+
+
+def _expects_tools(expectations: Expectations) -> bool:
+    """The case (or one of its turns) expects a tool call, a query's rows or a result set."""
+    contract = expectations.contract
+    return (
+        bool(expectations.tool_calls)
+        or expectations.has_results
+        or expectations.result_set is not None
+        or (
+            contract is not None
+            and bool(
+                contract.required_tool_calls
+                or contract.recommended_tool_calls
+                or contract.results_contain
+                or contract.results_exclude
+            )
+        )
+        or any(_expects_tools(turn) for turn in expectations.turns)
+    )
+
+
+def _no_tool_calls(result: CaseResult, found: Sequence[Diagnosis]) -> Diagnosis | None:
+    """``provider/no_tool_calls`` for a failed case that needed tools, was offered them, and got
+    no tool call from the provider in any request of any turn: a model that never calls a tool
+    usually never saw them (llama-cpp-python's server drops ``tools`` without a
+    ``tool_choice``), which no prompt change fixes."""
+    if result.status != "fail" or result.error:
+        return None
+    offers = sum(turn.tool_offers for turn in result.turns)
+    if not offers or any(turn.provider_tool_calls or turn.tool_calls for turn in result.turns):
+        return None
+    if not (
+        _expects_tools(result.case.expectations) or any(d.category in _WITHOUT_TOOLS for d in found)
+    ):
+        return None
+    requests = "request" if offers == 1 else "requests"
+    return Diagnosis(
+        "provider", "no_tool_calls", f"no tool call in {offers} {requests} that offered tools"
+    )
+
+
 def diagnose(result: CaseResult) -> list[Diagnosis]:
     """Every diagnosis of ``result``, most upstream first; empty for a clean pass."""
     found: list[Diagnosis] = []
@@ -178,6 +231,9 @@ def diagnose(result: CaseResult) -> list[Diagnosis]:
         elif any(not turn.answer.strip() for turn in result.turns):
             found.append(Diagnosis("prompt", "missing_turn_answer"))
     found.extend(_from_verdicts(result))
+    silent = _no_tool_calls(result, found)
+    if silent is not None:
+        found.append(silent)
     if result.status != "pass" and not found:
         found.append(Diagnosis("prompt", "model_task_failure"))
     unique: dict[tuple[str, str], Diagnosis] = {}

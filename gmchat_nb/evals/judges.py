@@ -18,6 +18,7 @@ __all__ = [
     "DIMENSIONS",
     "TurnData",
     "Verdict",
+    "echo_issue",
     "judge_answer",
     "judge_answer_sense",
     "judge_case",
@@ -61,12 +62,16 @@ class Verdict:
 
 @dataclass
 class TurnData:
-    """What one turn did: tool calls ``{id, name, args}``, results ``{id, name, args, result}``."""
+    """What one turn did: tool calls ``{id, name, args}``, results ``{id, name, args, result}``
+    and the answer; ``user`` is the message it answered, ``system_prompts`` the distinct system
+    messages the model was sent during it."""
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     answer: str = ""
     error: str | None = None
+    user: str = ""
+    system_prompts: list[str] = field(default_factory=list, repr=False)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -350,9 +355,117 @@ def _claims_available(answer: str, manager: str) -> bool:
     return False
 
 
-def judge_answer_sense(answer: str, expected_values: Iterable[Any] = ()) -> Verdict:
-    """A few answer-sense checks: no deferral, no raw query syntax, no negated expected values."""
+# words that answer nothing: an echo of the question may add them ("Question: ...", "Sure, ...")
+_FILLER = frozenset(
+    """a an the is are was were be been being am of in on at to for from by with about as into and
+    or but so then than that this these those there here it its what which who whom whose where
+    when why how do does did can could would should will shall may might must i me my we our us
+    you your they them their he she his her please tell show list give find know want need like
+    let question answer user assistant system q ok okay sure well hi hello thanks
+    thank""".split()  # noqa: SIM905
+)
+# first words of a question that is answered by yes or no ("Is Bolt made of steel?"): restating
+# it as a statement ("Bolt is made of steel.") is an answer, not an echo
+_YES_NO = frozenset(
+    "is are was were am do does did can could has have had will would should".split()  # noqa: SIM905
+)
+_INTERROGATIVE = _YES_NO | frozenset(
+    "what which who whom whose where when why how".split()  # noqa: SIM905
+)
+_ECHO_SHARE = 0.8  # at least this share of an echo's words are the question's
+_MIN_QUESTION_WORDS = 3  # "Hello" answered "Hello" is a greeting, not an echo
+_SHINGLE = 4  # words per shingle when comparing an answer with a system prompt
+_MIN_PROMPT_ECHO = 6  # answers shorter than this (in words) are not compared with the prompt
+
+
+def _words(text: str) -> list[str]:
+    """Lowercased words, punctuation and thousands separators dropped ("1,450" is one word)."""
+    return re.findall(r"[^\W_]+(?:'[^\W_]+)*", _plain_numbers(text.replace("\u2019", "'")).lower())
+
+
+def _without_runs(words: Sequence[str], run: Sequence[str]) -> tuple[list[str], int]:
+    """``words`` with every occurrence of the sequence ``run`` removed, and how many there were."""
+    out: list[str] = []
+    found = position = 0
+    size = len(run)
+    while position < len(words):
+        if size and list(words[position : position + size]) == list(run):
+            found += 1
+            position += size
+        else:
+            out.append(words[position])
+            position += 1
+    return out, found
+
+
+def _restates(words: Sequence[str], question: Sequence[str]) -> bool:
+    """``words`` add nothing to ``question``: each is one of its words or a filler, at least
+    ``_ECHO_SHARE`` of them are its words, and they read as the question (they open with its
+    question word) or, unless it asks yes or no, carry all of its content words."""
+    if not words:
+        return False
+    asked = set(question)
+    if any(word not in asked and word not in _FILLER for word in words):
+        return False
+    if sum(word in asked for word in words) < _ECHO_SHARE * len(words):
+        return False
+    if words[0] == question[0] and question[0] in _INTERROGATIVE:
+        return True
+    content = {word for word in question if word not in _FILLER}
+    said = {word for word in words if word not in _FILLER}
+    return question[0] not in _YES_NO and bool(content) and said == content
+
+
+def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
+
+
+def _repeats_prompt(words: Sequence[str], prompt: str) -> bool:
+    """At least ``_ECHO_SHARE`` of the answer's runs of ``_SHINGLE`` words are the prompt's."""
+    if len(words) < _MIN_PROMPT_ECHO:
+        return False
+    mine = _shingles(words)
+    return len(mine & _shingles(_words(prompt))) >= _ECHO_SHARE * len(mine)
+
+
+def echo_issue(answer: str, question: str = "", system_prompts: Iterable[str] = ()) -> str | None:
+    """Why ``answer`` only repeats the question or a system prompt, or None when it does not.
+
+    An echo is the question itself (case, white space and punctuation aside), the question
+    repeated, or words that restate it adding none of their own (no value, number, name or
+    negation that the question does not hold); or an answer whose runs of words mostly come
+    from a system prompt. An answer that reuses the question's words to give the data ("Parts
+    made of steel: Bolt, Nut.") is not an echo, nor a statement answering a yes-or-no question.
+    """
+    words = _words(answer)
+    if not words:
+        return None  # an empty answer is reported as missing, not as an echo
+    rest = words
+    asked = _words(question)
+    if len(asked) >= _MIN_QUESTION_WORDS:
+        rest, found = _without_runs(words, asked)
+        if found and all(word in _FILLER for word in rest):
+            return "the answer only repeats the question"
+        if _restates(rest, asked):
+            return "the answer only repeats the question"
+    if any(_repeats_prompt(rest, prompt) for prompt in system_prompts):
+        return "the answer only repeats the system prompt"
+    return None
+
+
+def judge_answer_sense(
+    answer: str,
+    expected_values: Iterable[Any] = (),
+    *,
+    question: str = "",
+    system_prompts: Iterable[str] = (),
+) -> Verdict:
+    """A few answer-sense checks: no deferral, no raw query syntax, no negated expected values,
+    and not an echo of ``question`` or of a system prompt (:func:`echo_issue`)."""
     issues = []
+    echo = echo_issue(answer, question, system_prompts)
+    if echo:
+        issues.append(f"no_echo: {echo}")
     if _DEFERRAL.search(answer):
         issues.append("no_unnecessary_deferral")
     if _RAW_QUERY.search(answer):
@@ -365,7 +478,7 @@ def judge_answer_sense(answer: str, expected_values: Iterable[Any] = ()) -> Verd
             ):
                 issues.append(f"no_contradiction: {text}")
                 break
-    checks = 3
+    checks = 4
     score = (checks - min(len(issues), checks)) / checks
     return Verdict(SENSE, not issues, score, tuple(issues))
 
@@ -454,7 +567,13 @@ def judge_case(
     calls = [c for turn in turns for c in turn.tool_calls]
     if expectations.contract is not None:
         add(judge_contract(expectations.contract, turns, resolve))
-        add(judge_answer_sense(last.answer, expectations.contract.results_contain))
+        sense = judge_answer_sense(
+            last.answer,
+            expectations.contract.results_contain,
+            question=last.user,
+            system_prompts=last.system_prompts,
+        )
+        add(sense)
     if expectations.tool_calls is not None:
         add(judge_tools(expectations.tool_calls, calls, resolve))
     if expectations.has_results:

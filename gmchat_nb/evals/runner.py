@@ -14,6 +14,7 @@ from ..core.providers.base import (
     Message,
     ProviderEvent,
     StructuredReply,
+    ToolCallEvent,
     ToolDefinition,
 )
 from ..core.providers.registry import check_ready, create_provider, provider_label
@@ -42,7 +43,13 @@ ResultCallback = Callable[["CaseResult"], None]
 
 class CountingProvider(BaseLLMProvider):
     """Wraps a provider and counts its requests, streamed (``complete``) and structured
-    (``complete_structured``, a planner's), in total and per role (:func:`request_role`)."""
+    (``complete_structured``, a planner's), in total and per role (:func:`request_role`).
+
+    It also counts the streamed requests that offered tools (``tool_offers``) and the tool calls
+    the provider returned (``tool_calls``): a server that drops the tools from the request shows
+    as offers answered by no call. :meth:`take_system_prompts` returns the distinct system
+    messages sent since it was last called.
+    """
 
     name = "counting"
 
@@ -50,6 +57,9 @@ class CountingProvider(BaseLLMProvider):
         super().__init__(dict(getattr(inner, "provider_config", {}) or {}))
         self.inner = inner
         self.requests = 0
+        self.tool_offers = 0
+        self.tool_calls = 0
+        self._system_prompts: dict[str, None] = {}  # insertion-ordered set
         self.roles = RoleTally()
 
     @property
@@ -68,12 +78,28 @@ class CountingProvider(BaseLLMProvider):
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         self.requests += 1
+        if tools:
+            self.tool_offers += 1
+        self._note_system_prompts(messages)
         role = request_role(messages)
         self.roles.request(role)
         async for event in self.inner.complete(messages, tools):
             if isinstance(event, DoneEvent):
                 self.roles.tokens(role, event.usage)
+            elif isinstance(event, ToolCallEvent):
+                self.tool_calls += 1
             yield event
+
+    def _note_system_prompts(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            if message.role == "system":
+                self._system_prompts.setdefault(message.content)
+
+    def take_system_prompts(self) -> list[str]:
+        """The distinct system messages sent since the last call, in the order first sent."""
+        prompts = list(self._system_prompts)
+        self._system_prompts.clear()
+        return prompts
 
     async def complete_structured(
         self,
@@ -85,6 +111,7 @@ class CountingProvider(BaseLLMProvider):
         # Forwarded, not the base class's single-tool default: the wrapped provider's own
         # structured output (a vendor's, a script's 'structured' round) is what is measured.
         self.requests += 1
+        self._note_system_prompts(messages)
         self.roles.request("planner")
         reply: StructuredReply = await self.inner.complete_structured(
             messages, response_schema, name=name
@@ -95,8 +122,10 @@ class CountingProvider(BaseLLMProvider):
 
 @dataclass
 class TurnRecord(TurnData):
-    user: str = ""
     requests: int = 0
+    # streamed requests that offered tools, and the tool calls the provider returned to them
+    tool_offers: int = 0
+    provider_tool_calls: int = 0
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     seconds: float = 0.0
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -273,11 +302,18 @@ async def run_case(
         resolve = _resolver(session.project)
         for user in case.conversation:
             before = sum(c.requests for c in counters)
+            offers_before = sum(c.tool_offers for c in counters)
+            calls_before = sum(c.tool_calls for c in counters)
+            for c in counters:
+                c.take_system_prompts()  # what opening the session sent is not this turn's
             roles_before = [c.roles.snapshot() for c in counters]
             tick = time.perf_counter()
             turn = await chat.ask(user)
             record = _turn_from_events(user, turn.events)
             record.requests = sum(c.requests for c in counters) - before
+            record.tool_offers = sum(c.tool_offers for c in counters) - offers_before
+            record.provider_tool_calls = sum(c.tool_calls for c in counters) - calls_before
+            record.system_prompts = [p for c in counters for p in c.take_system_prompts()]
             record.roles = sum_roles(
                 *(
                     minus_roles(c.roles.snapshot(), earlier)

@@ -1,11 +1,33 @@
-"""The answer judges' text handling: number formatting, negations, sentence boundaries."""
+"""The answer judges' text handling: number formatting, negations, sentence boundaries, echoes of
+the question or the system prompt."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
 import pytest
 
-from gmchat_nb.evals import parse_cases
-from gmchat_nb.evals.judges import TurnData, judge_answer, judge_contract, mentions
+from gmchat_nb.core.providers.base import (
+    BaseLLMProvider,
+    DoneEvent,
+    Message,
+    ProviderEvent,
+    TextChunkEvent,
+    ToolCallEvent,
+    ToolDefinition,
+)
+from gmchat_nb.core.providers.scripted import ScriptedProvider
+from gmchat_nb.evals import parse_cases, run
+from gmchat_nb.evals.diagnostics import diagnose
+from gmchat_nb.evals.judges import (
+    TurnData,
+    echo_issue,
+    judge_answer,
+    judge_answer_sense,
+    judge_contract,
+    mentions,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +79,115 @@ def test_unavailable_managers_are_judged_per_sentence(answer: str, claims: bool)
     assert contract is not None
     verdict = judge_contract(contract, [TurnData(answer=answer)], None)
     assert verdict.passed is not claims, verdict.reasons
+
+
+# -- answers that only echo the question or the system prompt --------------------------------
+
+STEEL_QUESTION = "Which parts are made of steel?"
+SYSTEM_PROMPT = (
+    "You answer questions about the inventory project from its data. Call the tools to find "
+    "the managers, their fields and rows; never invent a value the tool results do not hold."
+)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Which parts are made of steel?",
+        "which parts are MADE of steel",  # case and punctuation aside
+        "Which parts are made of steel? Which parts are made of steel?",
+        "Which parts are made of steel? Which parts are made of",  # a repetition cut short
+        "Question: Which parts are made of steel?\nAnswer:",
+        "Sure! Which parts are made of steel?",
+        "Parts are made of steel.",  # the question's words, no part named
+    ],
+)
+def test_an_answer_that_only_repeats_the_question_fails_answer_sense(answer: str) -> None:
+    verdict = judge_answer_sense(answer, [], question=STEEL_QUESTION)
+    assert not verdict.passed
+    assert verdict.reasons == ("no_echo: the answer only repeats the question",)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        (STEEL_QUESTION, "Parts made of steel: Bolt, Nut."),
+        (STEEL_QUESTION, "Which parts are made of steel? Bolt and Nut."),
+        (STEEL_QUESTION, "No parts are made of steel."),
+        (STEEL_QUESTION, "None."),
+        ("Is Bolt made of steel?", "Bolt is made of steel."),  # a yes-or-no question answered
+        ("Is Bolt made of steel?", "Yes."),
+        ("Which is heavier, Bolt or Nut?", "Bolt."),  # a choice among the question's words
+        ("What is the density of steel?", "The density of steel is 7.85 g/cm3."),
+        ("How many parts are there?", "There are 12 parts."),
+        ("Hello", "Hello"),  # a greeting answered, not a question echoed
+    ],
+)
+def test_answers_that_reuse_the_question_words_with_the_data_pass(
+    question: str, answer: str
+) -> None:
+    verdict = judge_answer_sense(answer, ["Bolt"], question=question)
+    assert verdict.passed, verdict.reasons
+
+
+def test_an_answer_that_repeats_the_system_prompt_fails_answer_sense() -> None:
+    echoed = "You answer questions about the inventory project from its data. Call the tools"
+    verdict = judge_answer_sense(
+        echoed, [], question=STEEL_QUESTION, system_prompts=[SYSTEM_PROMPT]
+    )
+    assert verdict.reasons == ("no_echo: the answer only repeats the system prompt",)
+    both = f"{STEEL_QUESTION} {echoed}"
+    assert not judge_answer_sense(
+        both, [], question=STEEL_QUESTION, system_prompts=[SYSTEM_PROMPT]
+    ).passed
+    answered = "Parts made of steel: Bolt. I never invent a value the tool results do not hold."
+    assert judge_answer_sense(
+        answered, ["Bolt"], question=STEEL_QUESTION, system_prompts=[SYSTEM_PROMPT]
+    ).passed
+    assert echo_issue(echoed) is None  # without the prompt there is nothing to compare with
+
+
+STEEL_QUERY = {
+    "name": "query",
+    "args": {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Steel"}},
+}
+STEEL_CONTRACT_CASE = {
+    "name": "steel_parts",
+    "conversation": [{"user": STEEL_QUESTION}],
+    "expectations": {"contract": {"hard": {"results_contain": ["Bolt"]}}},
+}
+
+
+class SystemPromptEcho(BaseLLMProvider):
+    """A pretrained model's habit: it continues the system prompt instead of answering."""
+
+    name: ClassVar[str] = "system-echo"
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        if not any(m.role == "tool" for m in messages):
+            yield ToolCallEvent("call-1", STEEL_QUERY["name"], dict(STEEL_QUERY["args"]))
+        else:
+            system = next(m.content for m in messages if m.role == "system")
+            yield TextChunkEvent(" ".join(system.split()[:40]))
+        yield DoneEvent()
+
+
+def test_a_run_whose_answer_echoes_the_question_fails_answer_sense() -> None:
+    def answering(text: str) -> ScriptedProvider:
+        return ScriptedProvider({"rounds": [{"tool_calls": [STEEL_QUERY]}, {"text": text}]})
+
+    echoed = run([STEEL_CONTRACT_CASE], provider=answering(STEEL_QUESTION)).results[0]
+    assert echoed.status == "fail"
+    assert "Answer sense: no_echo: the answer only repeats the question" in echoed.reasons
+    assert diagnose(echoed)[0].key == "prompt/answer_contract"
+    answered = run([STEEL_CONTRACT_CASE], provider=answering("Parts made of steel: Bolt."))
+    assert answered.results[0].status == "pass", answered.results[0].reasons
+
+
+def test_a_run_whose_answer_echoes_the_system_prompt_fails_answer_sense() -> None:
+    (result,) = run([STEEL_CONTRACT_CASE], provider=SystemPromptEcho).results
+    assert result.turns[0].system_prompts  # what the model was sent reaches the judge
+    assert result.status == "fail"
+    assert "Answer sense: no_echo: the answer only repeats the system prompt" in result.reasons

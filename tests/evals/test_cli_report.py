@@ -493,6 +493,7 @@ def test_help_needs_no_configuration(tmp_path: Path) -> None:
     done = cli("--help", env=env, cwd=tmp_path)
     assert done.returncode == 0
     assert "--report-html" in done.stdout and "--exposed" in done.stdout
+    assert "--provider-config KEY=VALUE" in done.stdout and "max_tokens=256" in done.stdout
 
 
 # -- deterministic text for notebooks --------------------------------------------------------
@@ -521,3 +522,144 @@ def test_compare_honours_verbose() -> None:
     assert "Failures of offline:" in loud.stdout, loud.stdout + loud.stderr
     assert "Next actions:" in loud.stdout
     assert "Failures of openai:oracle:" not in loud.stdout  # the oracle passes every case
+
+
+# -- a provider that never calls a tool ------------------------------------------------------
+
+NEEDS_MATERIAL_QUERY = aluminum_case(
+    "needs_material_query",
+    {
+        "contract": {
+            "hard": {
+                "required_tool_calls": [
+                    {"name": "query", "args_contain": {"manager": "MaterialManager"}}
+                ]
+            }
+        }
+    },
+)
+
+
+def test_a_provider_that_never_calls_a_tool_is_diagnosed_not_the_prompt(tmp_path: Path) -> None:
+    # a local server that drops the tools from the request: the model only ever writes text
+    text_only = f"scripted:{script(tmp_path, [{'text': 'Steel parts are strong.'}])}"
+    path = dataset(tmp_path, NEEDS_MATERIAL_QUERY)
+    done = cli("--dataset", str(path), "--provider", text_only, "-v")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "  provider: no_tool_calls=1" in done.stdout
+    assert "prompt:" not in done.stdout
+    (action,) = done.stdout.split("Next actions:\n")[1].splitlines()
+    assert action.startswith("  needs_material_query: [provider/no_tool_calls] The provider ")
+    assert "the server may not be passing the tools to the model" in action
+    assert "gmchat doctor --provider" in action and "tool_choice" in action and "stream" in action
+    assert "(no tool call in 1 request that offered tools)" in action
+
+    (result,) = run([NEEDS_MATERIAL_QUERY], provider=f"{text_only}").results
+    assert result.turns[0].tool_offers == 1 and result.turns[0].provider_tool_calls == 0
+    assert diagnose(result)[0].key == "provider/no_tool_calls"
+    assert trace_record(result)["failure_owner"] == "provider"
+
+
+def test_calling_some_tools_but_not_the_required_one_still_blames_the_prompt(
+    tmp_path: Path,
+) -> None:
+    rounds = [
+        {"tool_calls": [{"name": "search_managers", "args": {"query": "material"}}]},
+        {"text": "Steel parts are strong."},
+    ]
+    (result,) = run([NEEDS_MATERIAL_QUERY], provider=ScriptedProvider({"rounds": rounds})).results
+    assert result.status == "fail"
+    assert diagnose(result)[0].key == "prompt/missing_required_tool"
+    assert "provider/no_tool_calls" not in [d.key for d in diagnose(result)]
+
+
+def test_a_text_answer_to_a_case_that_needs_no_tool_is_not_the_providers_fault() -> None:
+    wrong = ScriptedProvider({"rounds": [{"text": "Gear."}]})
+    (result,) = run([STEEL], provider=wrong).results  # expects an answer, no tool or rows
+    assert result.status == "fail"
+    assert [d.key for d in diagnose(result)] == ["prompt/answer_quality"]
+
+
+# -- --provider-config -----------------------------------------------------------------------
+
+
+class ConfiguredProvider(BaseLLMProvider):
+    """Answers "Bolt." followed by its own provider_config as JSON, for the trace to show."""
+
+    name: ClassVar[str] = "configured"
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        yield TextChunkEvent("Bolt. " + json.dumps(dict(self.provider_config), sort_keys=True))
+        yield DoneEvent()
+
+
+def answers(trace: Path) -> list[dict[str, Any]]:
+    return [json.loads(json.loads(line)["answer"][len("Bolt. ") :]) for line in trace.open()]
+
+
+def test_provider_config_reaches_every_provider_parsed_as_json(tmp_path: Path) -> None:
+    path = dataset(tmp_path, STEEL)
+    trace = tmp_path / "trace.jsonl"
+    settings = [
+        "max_tokens=256",
+        "base_url=http://127.0.0.1:8080/v1",  # not JSON: taken as the string
+        "stream=false",
+        'stop=["\\n"]',
+        "seed=null",
+        "temperature=0.5",
+        "max_tokens=512",  # the last of a key wins
+    ]
+    options = [item for setting in settings for item in ("--provider-config", setting)]
+    provider = f"{MODULE}.ConfiguredProvider"
+    done = cli(
+        "--dataset", str(path), "--provider", provider, *options, "--trace-jsonl", str(trace)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = {
+        "base_url": "http://127.0.0.1:8080/v1",
+        "max_tokens": 512,
+        "seed": None,
+        "stop": ["\n"],
+        "stream": False,
+        "temperature": 0.5,
+    }
+    assert answers(trace) == [expected]
+
+    compared = cli(
+        "--dataset",
+        str(path),
+        "--compare",
+        f"{provider},{provider}",
+        "--provider-config",
+        "max_tokens=256",
+        "--model",
+        "m1",
+        "--provider-config",
+        "model=m2",  # --model wins
+        "--trace-jsonl",
+        str(trace),
+    )
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert answers(trace) == [{"max_tokens": 256, "model": "m1"}] * 2
+
+
+def test_a_malformed_provider_config_is_a_usage_error(tmp_path: Path) -> None:
+    path = dataset(tmp_path, STEEL)
+    for bad in ("max_tokens", "=256", " =256"):
+        done = cli("--dataset", str(path), "--provider-config", bad)
+        assert done.returncode == 2, (bad, done.stdout, done.stderr)
+        assert done.stdout == ""
+        assert f"--provider-config takes KEY=VALUE, got {bad!r}" in done.stderr
+
+
+def test_a_provider_config_value_the_provider_rejects_stops_before_any_case(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "OPENAI_API_KEY": "k"}
+    args = ("--dataset", str(dataset(tmp_path, STEEL)), "--provider", "openai:x")
+    done = cli(*args, "--provider-config", "max_tokens=many", env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert "max_tokens must be a positive number, got 'many'" in done.stderr
