@@ -49,6 +49,10 @@ ECHO = ToolDefinition(
     },
 )
 ASK_FOR_CALL = 'Call the echo tool with the word "ping". Do not write anything else.'
+BAD_ARGS = (
+    "the server showed the tools and parsed a call, but the model wrote arguments that are not "
+    "JSON: a small model needs provider_config constrained: true (typed steps under a grammar)"
+)
 HINTS = {
     "tool call": (
         "no tool call came back: the server may not show the tools to the model. Try "
@@ -134,7 +138,7 @@ async def _timed(name: str, timeout: float, probe: Any) -> tuple[Probe, Any]:
         )
     except Exception as error:  # a probe reports every failure, whatever the adapter raised
         passed, detail, value = False, f"{type(error).__name__}: {clip(str(error))}", None
-    if not passed and name in HINTS:
+    if not passed and name in HINTS and " -- " not in detail:
         detail = f"{detail} -- {HINTS[name]}"
     return Probe(name, passed, detail, time.perf_counter() - started), value
 
@@ -161,7 +165,8 @@ async def diagnose(provider: BaseLLMProvider, *, timeout: float = 30) -> Diagnos
             return False, f"answered in text instead: {clip(answer.text.strip(), 60)!r}", None
         first = answer.calls[0]
         if first.error is not None:
-            return False, f"{first.name} called with unusable arguments: {first.error}", None
+            detail = f"{first.name} called with unusable arguments: {first.error} -- {BAD_ARGS}"
+            return False, detail, None
         return True, f"{first.name}({clip(str(first.args), 60)})", first
 
     async def history(made: ToolCallEvent | None) -> tuple[bool, str, None]:

@@ -15,7 +15,8 @@ OpenAI-compatible servers differ in what they accept (``gmchat doctor`` tells in
   ``tool_choice: auto``);
 * ``structured_output`` says how a structured answer is asked for: ``json_schema`` (default,
   ``response_format`` with the schema), ``json_object`` (``response_format: json_object`` with the
-  schema beside it, which llama-cpp-python's server turns into a grammar, and in the prompt),
+  schema beside it, which llama-cpp-python's server turns into a grammar; a large typed schema in
+  the prompt would not fit a small model's context),
   ``tool`` (one function whose arguments are the answer, forced by ``tool_choice``) or ``prompt``
   (the schema in the prompt; the text is parsed).
 
@@ -204,9 +205,11 @@ class OpenAIProvider(SDKProvider):
         style = self.provider_config.get("structured_output") or "json_schema"
         if style == "tool":
             return await self._structured_by_tool(messages, response_schema, name=name)
-        request = self._request(
-            messages if style == "json_schema" else _with_schema(messages, response_schema)
-        )
+        if style == "prompt":
+            messages = _with_schema(messages, response_schema)
+        elif style == "json_object":  # the schema travels as a grammar, not as prompt tokens
+            messages = [*messages, Message("system", "Answer with one JSON object.")]
+        request = self._request(messages)
         if style == "json_schema":
             request["response_format"] = {
                 "type": "json_schema",

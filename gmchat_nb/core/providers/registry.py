@@ -1,7 +1,8 @@
 """Turn a provider spec into a provider.
 
 Specs: ``"openai:gpt-4.1-mini"``, ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"``
-(everything after the first colon is the model), ``"offline"``, ``"scripted:FILE.yaml"``,
+(everything after the first colon is the model), ``"local:PATH.gguf"`` (a GGUF model run in
+process, extra ``[local]``), ``"offline"``, ``"scripted:FILE.yaml"``,
 ``"replay:FILE.jsonl"``, ``"record:<spec>"`` (record another provider into
 ``provider_config["record_to"]``, described by the optional ``record_description``), a dotted
 class path, or a provider class or instance.
@@ -38,7 +39,7 @@ SDK_PROVIDERS: dict[str, tuple[str, str, str, str]] = {
     "ollama": ("ollama", "ollama", "gmchat_nb.core.providers.ollama", "OllamaProvider"),
 }
 FORMS = (
-    "openai:MODEL, anthropic:MODEL, ollama:MODEL, offline, scripted:FILE.yaml, "
+    "openai:MODEL, anthropic:MODEL, ollama:MODEL, local:PATH.gguf, offline, scripted:FILE.yaml, "
     "replay:FILE.jsonl, record:SPEC, or a dotted provider class path"
 )
 
@@ -48,8 +49,30 @@ class ProviderSpecError(ValueError):
 
 
 def create_provider(spec: Any, config: Mapping[str, Any] | None = None) -> BaseLLMProvider:
-    """The provider ``spec`` names, configured with a copy of ``config``."""
+    """The provider ``spec`` names, configured with a copy of ``config``; with ``constrained:
+    true`` (the default for ``local:``) wrapped in small-model mode
+    (:class:`~.constrained.ConstrainedProvider`)."""
     config = dict(config or {})
+    constrained = config.get("constrained")
+    if constrained is not None and not isinstance(constrained, bool):
+        raise ProviderSpecError(f"constrained must be true or false, got {constrained!r}")
+    provider = _create(spec, config)
+    kind = spec.strip().partition(":")[0] if isinstance(spec, str) else ""
+    if kind == "record":  # the recorded provider was built (and wrapped) by the inner call
+        return provider
+    is_local = kind == "local"
+    if constrained or (constrained is None and is_local):
+        from .constrained import ConstrainedProvider
+
+        if not isinstance(provider, BaseLLMProvider):
+            raise ProviderSpecError(
+                "constrained: true needs a gmchat_nb provider (one with complete_structured)"
+            )
+        return ConstrainedProvider(provider)
+    return provider
+
+
+def _create(spec: Any, config: dict[str, Any]) -> BaseLLMProvider:
     if isinstance(spec, BaseLLMProvider):
         return spec
     if isinstance(spec, type):
@@ -61,6 +84,12 @@ def create_provider(spec: Any, config: Mapping[str, Any] | None = None) -> BaseL
         from .offline import OfflineProvider
 
         return OfflineProvider.from_config(config)
+    if kind == "local":
+        from .local import LocalProvider
+
+        if not rest:
+            raise ProviderSpecError("local: needs the path of a GGUF file, e.g. local:model.gguf")
+        return _from_class(LocalProvider, {**config, "model_path": rest}, spec)
     if kind == "scripted":
         from .scripted import ScriptedProvider
 
