@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 from ..text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind
 
 __all__ = [
+    "STRUCTURED_MIN_TOKENS",
     "BaseLLMProvider",
     "DoneEvent",
     "Message",
@@ -266,6 +267,9 @@ class BaseLLMProvider(ABC):
 
 
 CLIP = 200
+# The fewest tokens a structured answer is given whatever max_tokens says: JSON cut short is
+# worthless, and a small max_tokens is meant to bound prose, not a plan or a query's arguments.
+STRUCTURED_MIN_TOKENS = 256
 _FENCED = re.compile(r"\A\s*```[\w-]*[ \t]*\n?(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 
 

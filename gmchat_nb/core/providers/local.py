@@ -1,7 +1,8 @@
 """``local:PATH.gguf``: a GGUF model run in process by llama-cpp-python (extra ``[local]``).
 
 For data that may not leave the machine and for tests with a real token source. Config
-(``provider_config``): ``n_ctx`` (4096), ``n_threads`` (the CPU count), ``max_tokens`` (512),
+(``provider_config``): ``n_ctx`` (4096), ``n_threads`` (the CPU count), ``max_tokens`` (512; a
+structured answer gets at least ``STRUCTURED_MIN_TOKENS``, as a cut JSON object is worthless),
 ``temperature`` (0), ``seed`` (0), ``chat_template`` (``gemma`` or ``chatml``, used when the file
 carries no template of its own), ``timeout_seconds``/``stream_timeout_seconds`` as for every
 provider, and ``constrained`` (default true here: small-model mode, see :mod:`.constrained`).
@@ -22,6 +23,8 @@ provider, and ``constrained`` (default true here: small-model mode, see :mod:`.c
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
 import os
 import threading
@@ -31,6 +34,7 @@ from typing import Any, ClassVar
 
 from ._wire import next_call_number, tool_call
 from .base import (
+    STRUCTURED_MIN_TOKENS,
     BaseLLMProvider,
     DoneEvent,
     Message,
@@ -59,6 +63,16 @@ DEFAULTS: dict[str, Any] = {
 _END = object()
 _MODELS: dict[tuple[str, int, int, int], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the models before interpreter shutdown tears down the bindings they need."""
+    with _MODELS_LOCK:
+        for model, _ in _MODELS.values():
+            with contextlib.suppress(Exception):
+                model.close()
+        _MODELS.clear()
 
 
 def _check_file(path: Any) -> Path:
@@ -216,9 +230,12 @@ class LocalProvider(BaseLLMProvider):
                 prompt = self._prompt(model, messages)
                 grammar = None if schema is None else _grammar(model, schema)
                 prompt_tokens = len(model.tokenize(prompt.encode("utf-8"), special=True))
+                limit = self.max_tokens
+                if schema is not None:
+                    limit = max(limit, STRUCTURED_MIN_TOKENS)
                 pieces: Iterator[Any] = model.create_completion(
                     prompt,
-                    max_tokens=self.max_tokens,
+                    max_tokens=limit,
                     temperature=float(self.provider_config["temperature"]),
                     stop=["<end_of_turn>", "<|im_end|>", "<start_of_turn>"],
                     stream=True,
@@ -231,7 +248,8 @@ class LocalProvider(BaseLLMProvider):
                         finish = "cancelled"
                         break
                     choice = piece["choices"][0]
-                    produced += 1
+                    if choice.get("finish_reason") is None:  # the last piece only says why
+                        produced += 1
                     loop.call_soon_threadsafe(queue.put_nowait, choice.get("text") or "")
                     finish = choice.get("finish_reason") or finish
                 close = getattr(pieces, "close", None)
@@ -318,7 +336,8 @@ class LocalProvider(BaseLLMProvider):
                 pieces.append(item)
         if done.finish_reason == "length":
             raise ProviderError(
-                f"the structured answer was cut at max_tokens ({self.max_tokens}): "
+                "the structured answer was cut at max_tokens "
+                f"({max(self.max_tokens, STRUCTURED_MIN_TOKENS)}): "
                 f"{''.join(pieces)[:200]}"
             )
         return StructuredReply(structured_text("".join(pieces)), done.usage)

@@ -3,7 +3,8 @@ server, LM Studio, Ollama's /v1) through ``base_url``.
 
 Config: ``model`` (gpt-4.1-mini), ``api_key`` (else ``OPENAI_API_KEY``), ``base_url`` (else
 ``OPENAI_BASE_URL``), ``max_tokens``, ``timeout_seconds`` (60, also the SDK's timeout),
-``stream_timeout_seconds`` (30). The SDK never retries (``max_retries=0``): the loop owns retries.
+``stream_timeout_seconds`` (30), ``temperature`` (the server's default when unset). The SDK never
+retries (``max_retries=0``): the loop owns retries.
 
 OpenAI-compatible servers differ in what they accept (``gmchat doctor`` tells in seconds), so:
 
@@ -39,6 +40,7 @@ from ._wire import (
     tool_call,
 )
 from .base import (
+    STRUCTURED_MIN_TOKENS,
     BaseLLMProvider,
     DoneEvent,
     Message,
@@ -86,6 +88,15 @@ class OpenAIProvider(SDKProvider):
         config = config or {}
         _check_choice(config, "tool_choice", TOOL_CHOICES)
         _check_choice(config, "structured_output", STRUCTURED_STYLES)
+        temperature = config.get("temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or not 0 <= temperature <= 2
+        ):
+            raise ProviderSpecError(
+                f"openai: temperature must be a number from 0 to 2, got {temperature!r}"
+            )
         stream = config.get("stream")
         if stream is not None and not isinstance(stream, bool):
             raise ProviderSpecError(f"openai: stream must be true or false, got {stream!r}")
@@ -210,6 +221,8 @@ class OpenAIProvider(SDKProvider):
         elif style == "json_object":  # the schema travels as a grammar, not as prompt tokens
             messages = [*messages, Message("system", "Answer with one JSON object.")]
         request = self._request(messages)
+        if "max_tokens" in request:
+            request["max_tokens"] = max(request["max_tokens"], STRUCTURED_MIN_TOKENS)
         if style == "json_schema":
             request["response_format"] = {
                 "type": "json_schema",
@@ -273,6 +286,8 @@ class OpenAIProvider(SDKProvider):
         }
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
+        if self.provider_config.get("temperature") is not None:
+            request["temperature"] = float(self.provider_config["temperature"])
         if self._force is not None:
             request["tool_choice"] = {"type": "function", "function": {"name": self._force}}
         return request

@@ -194,6 +194,7 @@ async def test_structured_output_as_a_forced_tool(server: VendorServer) -> None:
         ("structured_output", "xml"),
         ("stream", "no"),
         ("max_tokens", -5),
+        ("temperature", 3),
     ],
 )
 def test_bad_interop_settings_name_their_key(key: str, value: Any) -> None:
