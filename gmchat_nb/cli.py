@@ -108,6 +108,13 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--provider", help="e.g. offline, openai:gpt-4.1-mini, scripted:FILE.yaml")
     ask.add_argument("--config", help="a YAML settings file")
     ask.add_argument("--store", help="the conversation store (a path, or :memory:)")
+    ask.add_argument(
+        "--provider-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a provider setting over the settings file's, e.g. max_tokens=128 (repeatable)",
+    )
     ask.add_argument("--json", action="store_true", help="print one JSON event per line")
     cleanup = commands.add_parser(
         "cleanup",
@@ -217,9 +224,10 @@ async def _run_tool(
 
 
 def _ask(options: argparse.Namespace) -> int:
-    from .core.settings import ChatConfigurationError
+    from .core.providers.registry import config_pairs
+    from .core.settings import ChatConfigurationError, load_settings
 
-    overrides = {
+    overrides: dict[str, Any] = {
         key: value
         for key, value in (
             ("project", options.project),
@@ -228,6 +236,13 @@ def _ask(options: argparse.Namespace) -> int:
         )
         if value is not None
     }
+    try:
+        if options.provider_config:
+            given = config_pairs(options.provider_config)
+            base = load_settings(options.config).provider_config
+            overrides["provider_config"] = {**base, **given}
+    except (ChatConfigurationError, ValueError) as error:
+        return _usage(str(error))
 
     async def run() -> int:
         # --json prints the events as they are (a planned turn's fields included).

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,14 @@ EXCUSED = {
     "python -m gmchat_nb.evals --dataset my_cases.yaml": "a team's own dataset and server",
     "websocat": "not installed here; the WebSocket is tested with the websockets library",
 }
+# The local-model examples need scripts/build-llama-cpp: they run in their own test, marked
+# local_model like every test that needs the build.
+LOCAL_MODEL = (
+    "GGUF=$(",
+    'gmchat ask "Which projects are active?" --provider "local:',
+    "python -m llama_cpp.server",
+    "gmchat doctor",
+)
 # What some commands must print (a substring), beyond exiting as documented.
 PRINTS = {
     'gmchat ask "Which materials': "Steel",
@@ -44,6 +52,8 @@ PRINTS = {
     "$U/confirm/": '"status": "executed"',
     "gmchat tool get_manager_schema": '"manager": "FleetVehicle"',
     "--compare offline": "Failures of offline:",
+    "gmchat doctor": "A chat turn can work with this provider.",
+    '--provider "local:': '] query {"manager": ',
 }
 # The eval CLI exits 1 when a case failed (documented): the offline model fails some.
 EVAL_CLI = "python -m gmchat_nb.evals"
@@ -94,9 +104,10 @@ class Background:
         self.environment = environment
         self.processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self, command: str) -> None:
+    def start(self, command: str, assignments: Sequence[str] = ()) -> None:
+        prefix = "".join(f"{assignment}; " for assignment in assignments)
         process = subprocess.Popen(
-            ["bash", "-c", f"exec {command.strip().rstrip('&').strip()}"],
+            ["bash", "-c", f"{prefix}exec {command.strip().rstrip('&').strip()}"],
             cwd=ROOT,
             env=self.environment,
             stdout=subprocess.DEVNULL,
@@ -141,16 +152,34 @@ def test_every_excuse_matches_a_readme_command() -> None:
 def test_the_shell_examples_run_as_written(
     environment: dict[str, str], background: Background
 ) -> None:
+    ran = run_examples(
+        [c for c in shell_commands() if not c.startswith(LOCAL_MODEL)], environment, background
+    )
+    (ROOT / "report.html").unlink(missing_ok=True)  # what the --report-html example writes
+    assert ran >= 12
+
+
+@pytest.mark.local_model
+def test_the_local_model_examples_run_as_written(
+    environment: dict[str, str], background: Background
+) -> None:
+    local = [c for c in shell_commands() if c.startswith(LOCAL_MODEL)]
+    assert run_examples(local, environment, background) == 2
+
+
+def run_examples(commands: list[str], environment: dict[str, str], background: Background) -> int:
+    """Run ``commands`` in order (assignments carried forward, ``&`` ones in the background);
+    how many ran in the foreground."""
     assignments: list[str] = []
     ran = 0
-    for command in shell_commands():
+    for command in commands:
         if excuse(command) is not None:
             continue
         if ASSIGNMENT.match(command):
             assignments.append(command)
             continue
         if command.split("#")[0].rstrip().endswith("&"):
-            background.start(command.split("#")[0])
+            background.start(command.split("#")[0], assignments)
             continue
         done = subprocess.run(
             ["bash", "-c", "; ".join([*assignments, command])],
@@ -170,8 +199,7 @@ def test_the_shell_examples_run_as_written(
             if start in command:
                 assert printed in done.stdout, f"{command} printed:\n{done.stdout[-2000:]}"
         ran += 1
-    (ROOT / "report.html").unlink(missing_ok=True)  # what the --report-html example writes
-    assert ran >= 12
+    return ran
 
 
 @pytest.mark.parametrize("number", range(len(fenced("python"))))
