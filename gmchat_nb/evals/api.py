@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from .dataset import Case, DatasetError, load_dataset, parse_cases, resolve_datasets
 from .html_report import html_report, write_html_report
-from .report import case_frame, compare_report, single_report, summary_frame, write_trace
+from .report import (
+    case_frame,
+    compare_report,
+    figures_frame,
+    single_report,
+    summary_frame,
+    write_trace,
+)
 from .runner import CaseResult, ResultCallback, run_cases
 from .trajectory import trajectory_frame
 
@@ -51,17 +58,26 @@ class EvalResults:
 
     @property
     def cases(self) -> pd.DataFrame:
-        """One row per (provider, case): status, cost, failure category, provider note."""
+        """One row per (provider, case): status, cost, failure category, provider note, turns,
+        the calls the project accepted and whether a query named the expected manager."""
         return case_frame(self.results)
+
+    @property
+    def figures(self) -> pd.DataFrame:
+        """One row per provider: calls made and accepted by the project, cases with the right
+        manager, median seconds per turn and output tokens per second (the report's
+        ``Calls:`` and ``Speed:`` figures)."""
+        return figures_frame(self.results)
 
     def report(self, verbose: bool = False, timings: bool = True) -> str:
         """The GeneralManager-style text report (a comparison for several providers).
 
-        ``verbose`` adds failures and next actions; ``timings=False`` leaves out the Seconds
-        column so that the text is the same on every run (notebook outputs checked by nbval).
+        ``verbose`` adds failures and next actions; ``timings=False`` leaves out the speed and
+        the Seconds column so that the text is the same on every run (notebook outputs checked by
+        nbval).
         """
         if len(self.providers) > 1:
-            return compare_report(self.results, self.providers, verbose=verbose)
+            return compare_report(self.results, self.providers, verbose=verbose, timings=timings)
         return single_report(self.results, verbose=verbose, timings=timings)
 
     def html(self, timings: bool = True) -> str:

@@ -1,7 +1,8 @@
 """A self-contained HTML eval report: one file, inline CSS, no scripts, every value escaped.
 
-It holds what the text reports hold: the dimension table per provider, the outcomes, the
-providers' own descriptions, the diagnostics, a per-case table (status, requests, tokens, failure
+It holds what the text reports hold: the dimension table per provider, the outcomes, the calls
+the project accepted, the right manager and (with timings) the speed, the providers' own
+descriptions, the diagnostics, a per-case table (status, requests, tokens, failure
 category, optionally seconds) and every non-passing case with its reasons. Case names, answers and
 reasons come from datasets and models, so every one of them goes through :func:`html.escape`.
 """
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .diagnostics import diagnostics_lines, primary_diagnosis
+from .figures import calls_text, run_figures, speed_text
 from .report import EVALUATION_CONTRACT, dimension_counts, outcomes, provider_notes, rate_text
 from .runner import CaseResult
 
@@ -36,7 +38,9 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _summary_table(results: Sequence[CaseResult], providers: Sequence[str]) -> list[str]:
+def _summary_table(
+    results: Sequence[CaseResult], providers: Sequence[str], *, timings: bool
+) -> list[str]:
     by_provider = {p: [r for r in results if r.provider == p] for p in providers}
     counts = {p: {d: (a, b) for d, a, b in dimension_counts(rs)} for p, rs in by_provider.items()}
     dimensions = [d for d, _, _ in dimension_counts(results)]
@@ -61,6 +65,12 @@ def _summary_table(results: Sequence[CaseResult], providers: Sequence[str]) -> l
     for p in providers:
         cells.append(f'<td colspan="3">{_e(outcomes(by_provider[p]))}</td>')
     out.append(f"<tr><th>Outcomes</th>{''.join(cells)}</tr>")
+    figures = [run_figures(by_provider[p]) for p in providers]
+    cells = [f'<td colspan="3">{_e(calls_text(f))}</td>' for f in figures]
+    out.append(f"<tr><th>Calls</th>{''.join(cells)}</tr>")
+    if timings:
+        cells = [f'<td colspan="3">{_e(speed_text(f))}</td>' for f in figures]
+        out.append(f"<tr><th>Speed</th>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
     return out
 
@@ -131,7 +141,7 @@ def html_report(
     """The whole report as one HTML document (no external resources, no scripts).
 
     ``providers`` orders the columns (default: the order the results name them); ``timings``
-    adds the per-case Seconds column.
+    adds the speed and the per-case Seconds column.
     """
     labels = list(providers or dict.fromkeys(r.provider for r in results))
     several = len(labels) > 1
@@ -142,7 +152,7 @@ def html_report(
         body.extend(f"<li>{_e(label)}: {_e(note)}</li>" for label, note in notes.items())
         body.append("</ul></div>")
     body.append("<h2>Summary</h2>")
-    body.extend(_summary_table(results, labels))
+    body.extend(_summary_table(results, labels, timings=timings))
     for label in labels:
         lines = diagnostics_lines([r for r in results if r.provider == label])
         if lines:

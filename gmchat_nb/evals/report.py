@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.digest import canonical_json, digest
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
+from .figures import call_counts, figures_lines, percent_text, run_figures
 from .judges import DIMENSIONS, RESULT_SET
 from .runner import CaseResult
 from .strategy import COUNTED_ROLES, sum_roles
@@ -15,11 +16,14 @@ from .strategy import COUNTED_ROLES, sum_roles
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .figures import RunFigures
+
 __all__ = [
     "EVALUATION_CONTRACT",
     "case_frame",
     "compare_report",
     "dimension_counts",
+    "figures_frame",
     "outcomes",
     "provider_lines",
     "provider_notes",
@@ -86,11 +90,12 @@ def provider_lines(results: Sequence[CaseResult]) -> list[str]:
 def single_report(
     results: Sequence[CaseResult], *, verbose: bool = False, timings: bool = True
 ) -> str:
-    """The single-provider table, outcomes, per-case cost, diagnostics and (verbose) failures
-    and next actions.
+    """The single-provider table, outcomes, the calls the project accepted and the right
+    manager (:mod:`.figures`), speed, per-case cost, diagnostics and (verbose) failures and next
+    actions.
 
-    ``timings=False`` leaves out the Seconds column, so the text is the same on every run (for
-    notebook outputs that nbval compares).
+    ``timings=False`` leaves out the speed and the Seconds column, so the text is the same on
+    every run (for notebook outputs that nbval compares).
     """
     lines = [f"{'Dimension':<20}{'Pass':>6}{'Total':>7}{'Rate':>9}", "-" * 42]
     counts = dimension_counts(results)
@@ -100,6 +105,7 @@ def single_report(
     dimension, passed, total = counts[-1]
     lines.append(f"{dimension:<20}{passed:>6}{total:>7}{rate_text(passed, total):>9}")
     lines.append(f"Outcomes: {outcomes(results)} ({EVALUATION_CONTRACT})")
+    lines.extend(figures_lines(run_figures(results), timings=timings))
     lines.extend(provider_lines(results))
     lines.append("")
     header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}"
@@ -162,9 +168,15 @@ def failure_lines(failed: Sequence[CaseResult], title: str = "Failures:") -> lis
 
 
 def compare_report(
-    results: Sequence[CaseResult], providers: Sequence[str], *, verbose: bool = False
+    results: Sequence[CaseResult],
+    providers: Sequence[str],
+    *,
+    verbose: bool = False,
+    timings: bool = True,
 ) -> str:
-    """Percentages only, a column per provider, plus mean requests and tokens per case;
+    """Percentages only, a column per provider, plus mean requests and tokens per case, the
+    calls made and the share the project accepted, the share of cases with the right manager
+    and (``timings``) the median seconds per turn and output tokens per second (:mod:`.figures`);
     ``verbose`` adds each provider's failures, diagnostics and next actions."""
     width = max([12, *(len(p) + 2 for p in providers)])
     lines = [f"{'Dimension':<20}" + "".join(f"{p:>{width}}" for p in providers)]
@@ -194,6 +206,7 @@ def compare_report(
                 requests = sum(r.roles.get(role, {}).get("requests", 0) for r in rs)
                 cells.append(f"{requests / len(rs) if rs else 0.0:>{width}.2f}")
             lines.append(f"{role + ' req/case':<20}" + "".join(cells))
+    lines.extend(_figure_rows({p: run_figures(by_provider[p]) for p in providers}, width, timings))
     if any(r.status == "unscored" for r in results):
         # GeneralManager's comparison shows rates only; say how many cases the rates leave out
         cells = [
@@ -212,6 +225,23 @@ def compare_report(
             lines.extend(diagnostics_lines(own))
             lines.extend(next_action_lines(own))
     return "\n".join(lines)
+
+
+def _figure_rows(figures: Mapping[str, RunFigures], width: int, timings: bool) -> list[str]:
+    def number(value: float | None, spec: str) -> str:
+        return "n/a" if value is None else format(value, spec)
+
+    rows = [
+        ("Calls made", [str(f.calls_made) for f in figures.values()]),
+        ("Calls accepted", [percent_text(f.accepted_rate) for f in figures.values()]),
+        ("Right manager", [percent_text(f.right_manager_rate) for f in figures.values()]),
+    ]
+    if timings:
+        rows.append(("Seconds/turn", [number(f.seconds_per_turn, ".2f") for f in figures.values()]))
+        rows.append(
+            ("Output tokens/s", [number(f.tokens_per_second, ".1f") for f in figures.values()])
+        )
+    return [f"{title:<20}" + "".join(f"{c:>{width}}" for c in cells) for title, cells in rows]
 
 
 def _any(counts: dict[str, dict[str, tuple[int, int]]], dimension: str) -> bool:
@@ -333,7 +363,9 @@ def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
 
 
 def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
-    """One row per (provider, case), with its failure category and the provider's note."""
+    """One row per (provider, case), with its failure category and the provider's note; then
+    the case's turns, its seconds in turns, the model's calls that got a result and those the
+    project accepted, and whether a query named the expected manager (None when none is)."""
     import pandas as pd
 
     rows = []
@@ -359,7 +391,15 @@ def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
         for v in r.verdicts:
             row[v.dimension] = v.passed
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    # added after the verdict columns, which come first as they always did
+    counts = [call_counts(r.turns) for r in results]
+    frame["turns"] = [len(r.turns) for r in results]
+    frame["turn_seconds"] = [sum(t.seconds for t in r.turns) for r in results]
+    frame["calls_made"] = [made for made, _ in counts]
+    frame["calls_accepted"] = [accepted for _, accepted in counts]
+    frame["right_manager"] = pd.Series([r.right_manager for r in results], dtype="object")
+    return frame
 
 
 def summary_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
@@ -380,3 +420,49 @@ def summary_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=["provider", "dimension", "passed", "total", "rate"])
+
+
+FIGURE_COLUMNS = [
+    "provider",
+    "calls_made",
+    "calls_accepted",
+    "accepted_rate",
+    "manager_cases",
+    "right_manager",
+    "right_manager_rate",
+    "turns",
+    "seconds_per_turn",
+    "output_tokens",
+    "tokens_per_second",
+]
+
+
+def figures_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
+    """One row per provider (scored cases only): the model's calls that got a result and those
+    the project accepted, the cases naming a manager for a query and those whose query named it,
+    turns, the median seconds per turn and output tokens per second (NaN where a report prints
+    ``-`` or ``n/a``)."""
+    import pandas as pd
+
+    def value(number: float | None) -> float:
+        return float("nan") if number is None else number
+
+    rows = []
+    for p in dict.fromkeys(r.provider for r in results):
+        figures = run_figures([r for r in results if r.provider == p])
+        rows.append(
+            {
+                "provider": p,
+                "calls_made": figures.calls_made,
+                "calls_accepted": figures.calls_accepted,
+                "accepted_rate": value(figures.accepted_rate),
+                "manager_cases": figures.manager_cases,
+                "right_manager": figures.right_manager,
+                "right_manager_rate": value(figures.right_manager_rate),
+                "turns": len(figures.turn_seconds),
+                "seconds_per_turn": value(figures.seconds_per_turn),
+                "output_tokens": figures.output_tokens,
+                "tokens_per_second": value(figures.tokens_per_second),
+            }
+        )
+    return pd.DataFrame(rows, columns=FIGURE_COLUMNS)

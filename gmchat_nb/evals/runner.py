@@ -19,6 +19,7 @@ from ..core.providers.base import (
 )
 from ..core.providers.registry import check_ready, create_provider, provider_label
 from .dataset import Case
+from .figures import names_expected_managers
 from .judges import TurnData, Verdict, judge_case
 from .oracle import is_oracle, oracle_provider
 from .strategy import RoleTally, minus_roles, planned_settings_block, request_role, sum_roles
@@ -139,7 +140,9 @@ class CaseResult:
     """One case run against one provider: its turns, verdicts, status and cost.
 
     ``provider_note`` is the provider's own ``description`` (a replay cassette says what it
-    recorded), so a report can say when a column is not a real model.
+    recorded), so a report can say when a column is not a real model. ``right_manager`` says
+    whether the model's query calls named the manager the expectations name for a query (None
+    when they name none, or the case did not get that far): see :func:`.names_expected_managers`.
     """
 
     case: Case
@@ -152,6 +155,7 @@ class CaseResult:
     seconds: float = 0.0
     provider_note: str | None = None
     strategy: str = "legacy"
+    right_manager: bool | None = None
 
     @property
     def roles(self) -> dict[str, dict[str, int]]:
@@ -327,6 +331,7 @@ async def run_case(
                 if record.error in UNSCORED_CODES:
                     break
         result.verdicts = judge_case(case.expectations, result.turns, resolve)
+        result.right_manager = names_expected_managers(case.expectations, result.turns, resolve)
     except Exception as error:
         result.status, result.error = "unscored", "chat_error"
         result.reasons.append(f"chat_error: {type(error).__name__}: {error}")
