@@ -78,20 +78,31 @@ class CountingProvider(BaseLLMProvider):
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
-        self.requests += 1
+        # A provider that takes some steps itself (small-model mode) says how many requests
+        # reached its model; any other request is one.
+        before = getattr(self.inner, "model_requests", None)
         if tools:
             self.tool_offers += 1
         self._note_system_prompts(messages)
         role = request_role(messages)
-        self.roles.request(role)
-        async for event in self.inner.complete(messages, tools):
-            if isinstance(event, DoneEvent):
-                self.roles.tokens(role, event.usage)
-            elif isinstance(event, ToolCallEvent):
-                self.tool_calls += 1
-            yield event
+        try:
+            async for event in self.inner.complete(messages, tools):
+                if isinstance(event, DoneEvent):
+                    self.roles.tokens(role, event.usage)
+                elif isinstance(event, ToolCallEvent):
+                    self.tool_calls += 1
+                yield event
+        finally:
+            after = getattr(self.inner, "model_requests", None)
+            made = after - before if isinstance(before, int) and isinstance(after, int) else 1
+            self.requests += made
+            for _ in range(made):
+                self.roles.request(role)
 
     def _note_system_prompts(self, messages: Sequence[Message]) -> None:
+        # the fixed texts of prompts a provider writes itself are what its model was told too
+        for text in getattr(self.inner, "instructions", ()):
+            self._system_prompts.setdefault(str(text))
         for message in messages:
             if message.role == "system":
                 self._system_prompts.setdefault(message.content)

@@ -240,3 +240,35 @@ def test_a_share_short_of_all_never_reads_as_all() -> None:
         "0%",
         "-",
     ]
+
+
+def test_small_model_mode_counts_model_requests_and_catches_echoes_of_its_prompts() -> None:
+    """Engine steps are no model requests; an answer that repeats small-model mode's own answer
+    prompt (which the loop never sees) fails answer sense, as a real 270M model's answers did."""
+    from gmchat_nb.core.providers.constrained import ANSWER_PROMPT
+
+    inner = ScriptedProvider(
+        {
+            "rounds": [
+                {"structured": {"manager": "Part"}},
+                {"structured": {"fields": ["name"], "filter": None}},
+                {"text": ANSWER_PROMPT},
+            ]
+        }
+    )
+    contracted = {  # answer sense is judged where a case has a product contract
+        **STEEL_PARTS,
+        "expectations": {
+            **STEEL_PARTS["expectations"],  # type: ignore[dict-item]
+            "contract": {
+                "category": "single_manager_query",
+                "hard": {"forbidden_tools": ["mutate"]},
+            },
+        },
+    }
+    results = run([contracted], provider=ConstrainedProvider(inner))
+    (result,) = results.results
+    assert result.requests == 3  # pick, fill, answer: not the loop's five rounds
+    sense = next(v for v in result.verdicts if v.dimension == "Answer sense")
+    assert not sense.passed
+    assert any("repeats the system prompt" in reason for reason in sense.reasons)

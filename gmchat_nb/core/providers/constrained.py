@@ -49,6 +49,15 @@ MAX_RELATED = 4
 MAX_FIELDS = 5
 MAX_STRING = 40
 ROWS_SHOWN = 20
+PICK_PROMPT = "Pick the data type whose records answer the question."
+FILL_PROMPT = (
+    "the fields to show, and one filter taken from the question, or null when the question "
+    "names no condition."
+)
+ANSWER_PROMPT = (
+    "Answer the question in one or two sentences using only these records. If there are none, "
+    "say so."
+)
 _DATE = "^(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])$"
 # GraphQL scalar -> the JSON schema of a filter value of that type
 VALUE_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -200,10 +209,14 @@ class ConstrainedProvider(BaseLLMProvider):
     """Drives a read turn in typed steps over ``inner`` (see the module docstring)."""
 
     name: ClassVar[str] = "constrained"
+    # The fixed texts of the prompts this provider writes itself: a judge that checks whether an
+    # answer only repeats what the model was told needs them (the loop never sees these prompts).
+    instructions: ClassVar[tuple[str, ...]] = (PICK_PROMPT, FILL_PROMPT, ANSWER_PROMPT)
 
     def __init__(self, inner: BaseLLMProvider) -> None:
         super().__init__(inner.provider_config)
         self.inner = inner
+        self.model_requests = 0  # requests to the model; the engine's own steps make none
 
     @property
     def label(self) -> str:
@@ -223,6 +236,7 @@ class ConstrainedProvider(BaseLLMProvider):
     async def complete_structured(
         self, messages: list[Message], response_schema: Mapping[str, Any], *, name: str = "response"
     ) -> StructuredReply:
+        self.model_requests += 1
         return await self.inner.complete_structured(messages, response_schema, name=name)
 
     async def complete(
@@ -230,6 +244,7 @@ class ConstrainedProvider(BaseLLMProvider):
     ) -> AsyncIterator[ProviderEvent]:
         offered = {tool.name for tool in tools}
         if not all(name in offered for name in NEEDED_TOOLS):
+            self.model_requests += 1
             async for event in self.inner.complete(messages, tools):
                 yield event
             return
@@ -287,7 +302,7 @@ class ConstrainedProvider(BaseLLMProvider):
             return candidates[0][0], TokenUsage()
         listing = "\n".join(f"- {name}: {description}" for name, description in candidates)
         prompt = [
-            Message("system", "Pick the data type whose records answer the question."),
+            Message("system", PICK_PROMPT),
             Message("user", f"Question: {question}\n\nData types:\n{listing}"),
         ]
         schema = {
@@ -296,6 +311,7 @@ class ConstrainedProvider(BaseLLMProvider):
             "required": ["manager"],
             "additionalProperties": False,
         }
+        self.model_requests += 1
         reply = await self.inner.complete_structured(prompt, schema, name="pick_manager")
         manager = reply.value.get("manager")
         names = [name for name, _ in candidates]
@@ -317,9 +333,7 @@ class ConstrainedProvider(BaseLLMProvider):
         prompt = [
             Message(
                 "system",
-                f"Choose what to read from {manager} records to answer the question: the fields "
-                "to show, and one filter taken from the question, or null when the question "
-                "names no condition.",
+                f"Choose what to read from {manager} records to answer the question: {FILL_PROMPT}",
             ),
             Message(
                 "user",
@@ -327,6 +341,7 @@ class ConstrainedProvider(BaseLLMProvider):
                 f"Filter paths: {', '.join(list(paths)[:60])}",
             ),
         ]
+        self.model_requests += 1
         reply = await self.inner.complete_structured(prompt, slot, name="query")
         chosen = [f for f in reply.value.get("fields") or () if f in fields]
         args: dict[str, Any] = {
@@ -351,15 +366,12 @@ class ConstrainedProvider(BaseLLMProvider):
             default=str,
         )
         prompt = [
-            Message(
-                "system",
-                "Answer the question in one or two sentences using only these records. "
-                "If there are none, say so.",
-            ),
+            Message("system", ANSWER_PROMPT),
             Message("user", f"Question: {turn.question}\n\nRecords: {shown}"),
         ]
         text: list[str] = []
         done = DoneEvent(TokenUsage(), "stop")
+        self.model_requests += 1
         async for event in self.inner.complete(prompt, []):
             if isinstance(event, TextChunkEvent):
                 text.append(event.content)

@@ -142,6 +142,7 @@ class ReplayProvider(BaseLLMProvider):
             self._responses.setdefault(key, deque()).append(entry)
             self.recorded += 1
         self._served = 0
+        self.model_requests = 0  # as the recorded provider counted them (see RecordingProvider)
 
     @property
     def label(self) -> str:
@@ -154,11 +155,20 @@ class ReplayProvider(BaseLLMProvider):
         text = self.header.get("description")
         return str(text) if text else None
 
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        """The fixed prompt texts the recorded provider wrote itself (small-model mode's), from
+        the header: what its model was told, for judges that look for echoes."""
+        listed = self.header.get("instructions")
+        return tuple(str(text) for text in listed) if isinstance(listed, list) else ()
+
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
         """Serve the recorded response to this exact request."""
         entry = self._recorded(request_hash(messages, tools))
+        made = entry.get("model_requests")
+        self.model_requests += made if isinstance(made, int) and made >= 0 else 1
         for payload in entry.get("events") or []:
             yield _event_from_json(payload)
 
@@ -171,6 +181,7 @@ class ReplayProvider(BaseLLMProvider):
     ) -> StructuredReply:
         """Serve the recorded structured answer to this exact request."""
         entry = self._recorded(structured_request_hash(messages, response_schema, name))
+        self.model_requests += 1
         recorded = entry.get("structured")
         if not isinstance(recorded, Mapping) or not isinstance(recorded.get("value"), Mapping):
             raise ProviderError(
@@ -237,13 +248,30 @@ class RecordingProvider(BaseLLMProvider):
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
     ) -> AsyncIterator[ProviderEvent]:
-        """Pass the stream through; write it down once it completed."""
+        """Pass the stream through; write it down once it completed (with how many requests
+        reached the model, when the wrapped provider takes some steps itself)."""
         key = request_hash(messages, tools)
         events: list[dict[str, Any]] = []
+        before = getattr(self.inner, "model_requests", None)
         async for event in self.inner.complete(messages, tools):
             events.append(_event_to_json(event))
             yield event
-        self._append({"request_hash": key, "events": events})
+        entry: dict[str, Any] = {"request_hash": key, "events": events}
+        after = getattr(self.inner, "model_requests", None)
+        if isinstance(before, int) and isinstance(after, int):
+            entry["model_requests"] = after - before
+        self._append(entry)
+
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        """The wrapped provider's own prompt texts, if it writes any."""
+        return tuple(getattr(self.inner, "instructions", ()))
+
+    @property
+    def model_requests(self) -> int | None:
+        """The wrapped provider's count of requests that reached its model, if it keeps one."""
+        made = getattr(self.inner, "model_requests", None)
+        return made if isinstance(made, int) else None
 
     async def complete_structured(
         self,
@@ -263,7 +291,9 @@ class RecordingProvider(BaseLLMProvider):
         """Append one request's line, after the header when the cassette is new."""
         lines = []
         if not self.path.exists() or self.path.stat().st_size == 0:
-            header = {"label": self.label, "description": self.description}
+            header: dict[str, Any] = {"label": self.label, "description": self.description}
+            if self.instructions:
+                header["instructions"] = list(self.instructions)
             lines.append(json.dumps({CASSETTE_HEADER: header}, sort_keys=True))
         lines.append(json.dumps(entry, sort_keys=True))
         with self.path.open("a", encoding="utf-8") as cassette:

@@ -8,6 +8,8 @@ of every manager of both demos: whatever value a grammar lets through is accepte
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -15,7 +17,7 @@ import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.core.project import Project, connect
-from gmchat_nb.core.providers.base import Message
+from gmchat_nb.core.providers.base import BaseLLMProvider, Message
 from gmchat_nb.core.providers.constrained import (
     ConstrainedProvider,
     filter_paths,
@@ -23,6 +25,7 @@ from gmchat_nb.core.providers.constrained import (
     query_slot_schema,
 )
 from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
+from gmchat_nb.core.providers.replay import RecordingProvider, ReplayProvider
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 
 STEEL = "Which parts are made of steel?"
@@ -33,7 +36,7 @@ def constrained(rounds: list[dict[str, Any]]) -> tuple[ConstrainedProvider, Scri
     return ConstrainedProvider(inner), inner
 
 
-async def ask(provider: ConstrainedProvider, question: str) -> Any:
+async def ask(provider: BaseLLMProvider, question: str) -> Any:
     chat = Chat(project="demo", provider=provider, store=":memory:")
     try:
         return await chat.ask(question)
@@ -228,3 +231,32 @@ async def test_every_value_a_slot_admits_is_accepted_by_the_project(demo: str) -
         assert checked > 30
     finally:
         await project.aclose()
+
+
+async def test_a_recorded_constrained_turn_replays_with_its_model_requests(
+    tmp_path: Path,
+) -> None:
+    """Engine steps make no model request: the cassette says how many each response took, and
+    keeps the prompt texts the model was told, for the echo judge of a replayed run."""
+    provider, _ = constrained(
+        [
+            {"structured": {"manager": "Part"}},
+            {
+                "structured": {
+                    "fields": ["name"],
+                    "filter": {"path": "material__name", "value": "Steel"},
+                }
+            },
+            {"text": "Bolt."},
+        ]
+    )
+    cassette = tmp_path / "constrained.jsonl"
+    recorded = await ask(RecordingProvider(provider, cassette), STEEL)  # type: ignore[arg-type]
+    lines = [json.loads(line) for line in cassette.read_text().splitlines()]
+    assert lines[0]["cassette"]["instructions"] == list(ConstrainedProvider.instructions)
+    assert sum(line.get("model_requests", 0) for line in lines[1:]) == 3
+    assert len(lines) - 1 == 5  # the loop's five requests, three of which reached the model
+    replay = ReplayProvider({"path": str(cassette)})
+    replayed = await ask(replay, STEEL)  # type: ignore[arg-type]
+    assert calls(replayed) == calls(recorded) and replayed.answer == recorded.answer == "Bolt."
+    assert replay.model_requests == 3 and replay.instructions == ConstrainedProvider.instructions
