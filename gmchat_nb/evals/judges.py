@@ -376,6 +376,9 @@ _ECHO_SHARE = 0.8  # at least this share of an echo's words are the question's
 _MIN_QUESTION_WORDS = 3  # "Hello" answered "Hello" is a greeting, not an echo
 _SHINGLE = 4  # words per shingle when comparing an answer with a system prompt
 _MIN_PROMPT_ECHO = 6  # answers shorter than this (in words) are not compared with the prompt
+_MOSTLY_ECHO = 0.6  # share of an answer copied from the question and prompts that makes an echo
+_NEGATIONS = frozenset({"no", "not", "none", "nothing", "zero", "neither", "never", "nobody"})
+_NAME = re.compile(r"\b[A-Z][^\W_]*\b(?!:)")
 
 
 def _words(text: str) -> list[str]:
@@ -420,6 +423,47 @@ def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
 
 
+def _echoed_words(words: Sequence[str], sources: Iterable[str]) -> list[bool]:
+    """For each word, whether a run of ``_SHINGLE`` answer words around it appears in one of
+    ``sources`` (prompts the model was given)."""
+    known: set[tuple[str, ...]] = set()
+    for source in sources:
+        known |= _shingles(_words(source))
+    echoed = [False] * len(words)
+    for start in range(len(words) - _SHINGLE + 1):
+        if tuple(words[start : start + _SHINGLE]) in known:
+            echoed[start : start + _SHINGLE] = [True] * _SHINGLE
+    return echoed
+
+
+def _mostly_echo(
+    answer: str,
+    rest: Sequence[str],
+    prompts: Sequence[str],
+    expected: Iterable[Any],
+) -> bool:
+    """At least ``_MOSTLY_ECHO`` of the answer is the question's runs and runs of its prompts,
+    and what is left holds no number, negation, name or expected value: a small model that
+    copies its prompt and trails off into junk ("... Records: [] iatrics") says nothing."""
+    words = _words(answer)
+    if len(words) < _MIN_PROMPT_ECHO:
+        return False
+    echoed = _echoed_words(rest, prompts)
+    left = [word for word, copied in zip(rest, echoed, strict=True) if not copied]
+    if len(left) > (1 - _MOSTLY_ECHO) * len(words):
+        return False
+    values = {word for value in expected for word in _words(str(value))}
+    # a capitalised word that is no label ("Records:") may name a record: the answer gave data
+    names = {name.lower() for name in _NAME.findall(answer)} - _FILLER
+    return not any(
+        word in values
+        or word in names
+        or word in _NEGATIONS
+        or any(char.isdigit() for char in word)
+        for word in left
+    )
+
+
 def _repeats_prompt(words: Sequence[str], prompt: str) -> bool:
     """At least ``_ECHO_SHARE`` of the answer's runs of ``_SHINGLE`` words are the prompt's."""
     if len(words) < _MIN_PROMPT_ECHO:
@@ -428,14 +472,21 @@ def _repeats_prompt(words: Sequence[str], prompt: str) -> bool:
     return len(mine & _shingles(_words(prompt))) >= _ECHO_SHARE * len(mine)
 
 
-def echo_issue(answer: str, question: str = "", system_prompts: Iterable[str] = ()) -> str | None:
+def echo_issue(
+    answer: str,
+    question: str = "",
+    system_prompts: Iterable[str] = (),
+    expected_values: Iterable[Any] = (),
+) -> str | None:
     """Why ``answer`` only repeats the question or a system prompt, or None when it does not.
 
     An echo is the question itself (case, white space and punctuation aside), the question
     repeated, or words that restate it adding none of their own (no value, number, name or
     negation that the question does not hold); or an answer whose runs of words mostly come
-    from a system prompt. An answer that reuses the question's words to give the data ("Parts
-    made of steel: Bolt, Nut.") is not an echo, nor a statement answering a yes-or-no question.
+    from a system prompt; or an answer mostly copied from the question and the prompts whose
+    remainder holds no number, negation or expected value. An answer that reuses the question's
+    words to give the data ("Parts made of steel: Bolt, Nut.") is not an echo, nor a statement
+    answering a yes-or-no question.
     """
     words = _words(answer)
     if not words:
@@ -448,8 +499,11 @@ def echo_issue(answer: str, question: str = "", system_prompts: Iterable[str] = 
             return "the answer only repeats the question"
         if _restates(rest, asked):
             return "the answer only repeats the question"
-    if any(_repeats_prompt(rest, prompt) for prompt in system_prompts):
+    prompts = list(system_prompts)
+    if any(_repeats_prompt(rest, prompt) for prompt in prompts):
         return "the answer only repeats the system prompt"
+    if _mostly_echo(answer, rest, prompts, expected_values):
+        return "the answer mostly repeats the question and the prompt, and adds nothing"
     return None
 
 
@@ -463,7 +517,8 @@ def judge_answer_sense(
     """A few answer-sense checks: no deferral, no raw query syntax, no negated expected values,
     and not an echo of ``question`` or of a system prompt (:func:`echo_issue`)."""
     issues = []
-    echo = echo_issue(answer, question, system_prompts)
+    expected_values = list(expected_values)
+    echo = echo_issue(answer, question, system_prompts, expected_values)
     if echo:
         issues.append(f"no_echo: {echo}")
     if _DEFERRAL.search(answer):

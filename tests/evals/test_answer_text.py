@@ -17,6 +17,7 @@ from gmchat_nb.core.providers.base import (
     ToolCallEvent,
     ToolDefinition,
 )
+from gmchat_nb.core.providers.constrained import ConstrainedProvider
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.evals import parse_cases, run
 from gmchat_nb.evals.diagnostics import diagnose
@@ -128,6 +129,38 @@ def test_answers_that_reuse_the_question_words_with_the_data_pass(
 ) -> None:
     verdict = judge_answer_sense(answer, ["Bolt"], question=question)
     assert verdict.passed, verdict.reasons
+
+
+# What PyPI's pretrained Gemma 3 270M answered in small-model mode (evals/cassettes/
+# gemma3-270m-local.jsonl): its answer prompt, the question, then junk.
+GEMMA_ECHOES = [
+    "Answer the question in one or two sentences using only these records. If there are none, "
+    "say so.\n\nQuestion: Which parts are made of steel?\n\nRecords: []iatrics\niatricsmodel\n"
+    "Answer the question in one or two sentences using only these",
+    "Question: Which parts are made of steel?\n\nRecords: []で購入したvalve.\n\nQuestion: Which "
+    "parts are made of steel?\n\nRecords: []で購入したvalve.",
+]
+
+
+@pytest.mark.parametrize("answer", GEMMA_ECHOES)
+def test_a_small_models_copy_of_its_prompt_fails_answer_sense(answer: str) -> None:
+    verdict = judge_answer_sense(
+        answer, ["Bolt"], question=STEEL_QUESTION, system_prompts=ConstrainedProvider.instructions
+    )
+    assert not verdict.passed
+    assert verdict.reasons[0].startswith("no_echo: the answer ")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Which parts are made of steel? Bolt and Nut.",  # names the rows, no expected value given
+        "Which parts are made of steel? There are 2 of them.",
+        "Which parts are made of steel? None of them, it seems.",
+    ],
+)
+def test_a_restated_question_with_any_data_passes_without_expected_values(answer: str) -> None:
+    assert judge_answer_sense(answer, [], question=STEEL_QUESTION).passed
 
 
 def test_an_answer_that_repeats_the_system_prompt_fails_answer_sense() -> None:
