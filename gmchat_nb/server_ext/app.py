@@ -16,6 +16,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Dict, Float, Int, Unicode
 
 from ..core.settings import ChatSettings, load_settings
+from .durable import CancelHandler, ConversationEventsHandler, TurnsHandler
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
 from .sessions import ChatRuntime
 from .sse import StreamHandler
@@ -95,6 +96,9 @@ class GMChat(ExtensionApp):
                 (prefix + "/stream/?", StreamHandler, streaming),
                 (prefix + "/confirm/?", ConfirmHandler, common),
                 (prefix + "/conversations/?", ConversationsHandler, common),
+                (prefix + "/turns/?", TurnsHandler, common),
+                (prefix + "/conversations/([^/]+)/events/?", ConversationEventsHandler, streaming),
+                (prefix + "/conversations/([^/]+)/turns/([^/]+)/cancel/?", CancelHandler, common),
                 (prefix + "/ws", ChatSocket, common),
             ]
         )

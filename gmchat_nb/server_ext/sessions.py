@@ -88,6 +88,10 @@ class ChatRuntime:
         self._providers: OrderedDict[str, BaseLLMProvider] = OrderedDict()
         self._running: dict[str, TurnRun] = {}  # conversation id -> its turn
         self._running_lock = threading.Lock()  # the engine's thread removes finished turns
+        # conversation id -> wake-ups of its event-stream readers (each on its reader's loop)
+        self._watchers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._watchers_lock = threading.Lock()
+        self.store.on_journal(self._journaled)
         try:
             recover(self.store, now=time.time())
         except Exception:  # a store that cannot be recovered still serves new turns
@@ -195,7 +199,40 @@ class ChatRuntime:
         """Run a store or session call on the engine's thread (never on the server's loop)."""
         return await self.engine.call(function, *args)
 
+    # -- journal readers ---------------------------------------------------------------------
+
+    def watch(self, conversation_id: str) -> asyncio.Event:
+        """An event set (on the calling loop) when the conversation journals new events; call
+        :meth:`unwatch` with it when done. A wake-up only: readers read the journal."""
+        woken = asyncio.Event()
+        with self._watchers_lock:
+            self._watchers.setdefault(conversation_id, set()).add(
+                (asyncio.get_running_loop(), woken)
+            )
+        return woken
+
+    def unwatch(self, conversation_id: str, woken: asyncio.Event) -> None:
+        """Stop waking ``woken``."""
+        with self._watchers_lock:
+            watchers = self._watchers.get(conversation_id, set())
+            watchers.difference_update({item for item in watchers if item[1] is woken})
+            if not watchers:
+                self._watchers.pop(conversation_id, None)
+
+    def _journaled(self, conversation_id: str) -> None:
+        with self._watchers_lock:
+            watchers = list(self._watchers.get(conversation_id, ()))
+        for loop, woken in watchers:
+            with contextlib.suppress(RuntimeError):  # that reader's loop has closed
+                loop.call_soon_threadsafe(woken.set)
+
     # -- running turns -----------------------------------------------------------------------
+
+    def running_turn(self, conversation_id: str) -> TurnRun | None:
+        """The turn running in the conversation in this process, if any."""
+        with self._running_lock:
+            run = self._running.get(conversation_id)
+        return run if run is not None and not run.done() else None
 
     def running_conversations(self) -> list[str]:
         """The conversations with a turn running in this process."""
@@ -209,15 +246,25 @@ class ChatRuntime:
         *,
         suspends: bool = False,
         streaming: bool = True,
+        detached: bool = False,
+        turn_id: str | None = None,
     ) -> TurnRun:
         """Run a turn's events on the engine, delivered to the calling loop (TurnBusy if one
         runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE);
-        ``streaming=False``: the caller wants the events only at the end (plain HTTP)."""
+        ``streaming=False``: the caller wants the events only at the end (plain HTTP);
+        ``detached``: nobody reads them (an admitted turn: readers follow the journal)."""
         with self._running_lock:
             current = self._running.get(conversation_id)
             if current is not None and not current.done():
                 raise TurnBusy(conversation_id)
-            run = TurnRun(self.engine, events, suspends=suspends, streaming=streaming)
+            run = TurnRun(
+                self.engine,
+                events,
+                suspends=suspends,
+                streaming=streaming,
+                detached=detached,
+                turn_id=turn_id,
+            )
             self._running[conversation_id] = run
         run.when_done(lambda: self._forget(conversation_id, run))
         return run
@@ -287,7 +334,11 @@ class TurnRun:
         *,
         suspends: bool = False,
         streaming: bool = True,
+        detached: bool = False,
+        turn_id: str | None = None,
     ) -> None:
+        self.turn_id = turn_id
+        self._detached = detached
         self._loop = asyncio.get_running_loop()  # the transport's loop
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         # Filled on the engine's thread, drained on the transport's loop: the first event at once
@@ -310,6 +361,11 @@ class TurnRun:
             async for event in events:
                 if self._ended:
                     log.error("a %s event after the end of a turn was dropped", event.type)
+                    continue
+                if self._detached:  # journaled by the session; nobody reads this queue
+                    if event.type in self._final:
+                        self._ended = True
+                        self._deliver(_DONE)
                     continue
                 delivery = Delivery.of(event)
                 if event.type in self._final:

@@ -15,6 +15,7 @@ from gmchat_nb.core.store import (
     ConfirmationRecord,
     StoreVersionError,
 )
+from gmchat_nb.core.store.turns import TurnConflict
 
 T0 = 1_700_000_000.0
 HOUR = 3600.0
@@ -672,3 +673,76 @@ def test_default_path_is_in_the_jupyter_data_dir(
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter"))
 
     assert ChatStore.default_path() == tmp_path / "jupyter" / "gmchat_nb" / "chat.sqlite3"
+
+
+# -- durable turns: positions and admissions -------------------------------------------------
+
+
+def test_a_version_two_journal_gets_positions_in_journal_order(tmp_path: Path) -> None:
+    path = tmp_path / "v2.sqlite3"
+    raw = sqlite3.connect(path)
+    raw.executescript(
+        "CREATE TABLE conversations (id TEXT PRIMARY KEY, actor_id TEXT NOT NULL, title TEXT "
+        "NOT NULL DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL, summary TEXT, "
+        "summarized_through INTEGER);"
+        "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL,"
+        " turn_id TEXT NOT NULL, sequence INTEGER NOT NULL, payload TEXT NOT NULL, created_at "
+        "REAL NOT NULL, UNIQUE (conversation_id, turn_id, sequence));"
+        "CREATE TABLE turns (conversation_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT NOT NULL,"
+        " owner TEXT NOT NULL DEFAULT '', started_at REAL NOT NULL, ended_at REAL, "
+        "PRIMARY KEY (conversation_id, id));"
+        f"INSERT INTO conversations VALUES ('a', 'alice', '', {T0}, {T0}, NULL, NULL);"
+        f"INSERT INTO conversations VALUES ('b', 'alice', '', {T0}, {T0}, NULL, NULL);"
+        f"INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) VALUES "
+        f"('a', 't1', 1, '{{\"type\": \"text_chunk\"}}', {T0}), "
+        f"('b', 't9', 1, '{{\"type\": \"done\"}}', {T0}), "
+        f"('a', 't1', 2, '{{\"type\": \"done\"}}', {T0}), "
+        f"('a', 't2', 1, '{{\"type\": \"done\"}}', {T0});"
+        "PRAGMA user_version = 2;"
+    )
+    raw.close()
+    with ChatStore(path) as upgraded:
+        assert [(e.position, e.turn_id) for e in upgraded.journal_after("a", 0)] == [
+            (1, "t1"),
+            (2, "t1"),
+            (3, "t2"),
+        ]
+        assert upgraded.last_position("b") == 1
+        upgraded.append_event("a", "t3", 1, {"type": "done"})
+        assert upgraded.last_position("a") == 4
+        assert upgraded.turn("a", "t9") is None
+
+
+def test_positions_are_gap_free_and_a_repeated_write_takes_none(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice").id
+    woken: list[str] = []
+    store.on_journal(woken.append)
+    store.append_events(conversation, "t1", [(1, {"type": "a"}), (2, {"type": "b"})])
+    store.append_events(conversation, "t1", [(2, {"type": "b"}), (3, {"type": "c"})])
+    store.append_events(conversation, "t1", [(3, {"type": "c"})])  # all seen: no write
+    assert [e.position for e in store.journal_after(conversation, 0)] == [1, 2, 3]
+    assert [e.payload["type"] for e in store.journal_after(conversation, 1, limit=1)] == ["b"]
+    assert woken == [conversation, conversation]  # listeners hear of writes that journaled
+    with pytest.raises(ValueError, match="different event at sequence 3"):
+        store.append_events(conversation, "t1", [(3, {"type": "changed"})])
+    assert store.last_position(conversation) == 3 and store.first_position(conversation) == 1
+
+
+def test_an_admission_is_idempotent_and_its_cancel_decided_once(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice").id
+    store.append_event(conversation, "earlier", 1, {"type": "done"})
+    first = store.admit_turn(conversation, "turn-1", "hash-a")
+    assert (first.state, first.position, first.created) == ("accepted", 1, True)
+    again = store.admit_turn(conversation, "turn-1", "hash-a")
+    assert (again.position, again.created) == (1, False)
+    with pytest.raises(TurnConflict):
+        store.admit_turn(conversation, "turn-1", "hash-b")
+    assert store.admitted_turn("alice", "turn-1") is not None
+    assert store.admitted_turn("mallory", "turn-1") is None  # another actor's id is not theirs
+    assert store.request_cancel(conversation, "turn-1", "c1") == "cancelled"
+    assert store.request_cancel(conversation, "turn-1", "c1") == "duplicate"
+    assert store.request_cancel(conversation, "turn-1", "c2") == "too_late"
+    assert store.request_cancel(conversation, "nope", "c1") is None
+    store.admit_turn(conversation, "turn-2", "hash-c")
+    store.record_turn(conversation, "turn-2", [], [(1, {"type": "done"})], state="done")
+    assert store.request_cancel(conversation, "turn-2", "c3") == "too_late"

@@ -128,9 +128,12 @@ class ChatSession:
         return self.store.messages(self.conversation_id)
 
     async def run_turn(
-        self, text: Any, *, transport: Transport = "stream"
+        self, text: Any, *, transport: Transport = "stream", turn_id: str | None = None
     ) -> AsyncIterator[ChatEvent]:
         """Answer one user message: an async iterator of events ending in Done or Error.
+
+        ``turn_id`` is the id a client admitted the turn under (``POST turns/``): its events are
+        journaled under it. Without one the turn gets a fresh id.
 
         Text that cannot be stored — not a string, blank, or holding a lone surrogate (half of
         a UTF-16 pair, which no UTF-8 store or socket can carry) — is refused with
@@ -153,7 +156,7 @@ class ChatSession:
             return
         self._busy = True
         try:
-            state = TurnState()
+            state = TurnState() if turn_id is None else TurnState(turn_id=turn_id)
             await self.persist(Message("user", text), state)
             self.audit.emit("user_message", {"message": text, "session_key": self.conversation_id})
             self.hooks.fire(

@@ -9,11 +9,12 @@ mode so readers never block the writer.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +24,8 @@ from ..text import clean_text
 from .schema import apply_schema
 
 __all__ = ["Database", "Statements", "bindable", "time_or_now"]
+
+log = logging.getLogger(__name__)
 
 
 def _jupyter_data_dir() -> Path:
@@ -56,10 +59,11 @@ class Statements:
     """The connection inside one write transaction, binding parameters with :func:`bindable`:
     a model's broken character must never make a turn's whole write fail."""
 
-    __slots__ = ("_connection",)
+    __slots__ = ("_connection", "journaled")
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
+        self.journaled: set[str] = set()  # conversations whose journal this write extended
 
     def execute(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Cursor:
         """``sqlite3.Connection.execute`` with bindable parameters."""
@@ -96,6 +100,7 @@ class Database:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self.path = str(Path(self.path).expanduser())
         self._lock = threading.Lock()
+        self._journal_listeners: list[Callable[[str], None]] = []
         # Autocommit mode (isolation_level=None): transactions are explicit BEGIN IMMEDIATE, so a
         # write never starts from a stale snapshot and contending processes wait (timeout) instead
         # of failing half-way.
@@ -131,9 +136,24 @@ class Database:
 
     @contextmanager
     def _write(self) -> Iterator[Statements]:
-        """One write transaction under the lock; rolled back when the body raises."""
+        """One write transaction under the lock; rolled back when the body raises. Once it
+        committed, the journal listeners hear of every conversation it journaled events in."""
         with self._lock, _transaction(self._connection):
-            yield Statements(self._connection)
+            statements = Statements(self._connection)
+            yield statements
+        for conversation_id in statements.journaled:
+            for listener in list(self._journal_listeners):
+                try:
+                    listener(conversation_id)
+                except Exception:  # a listener only wakes readers: it must not fail a write
+                    log.exception("a journal listener failed")
+
+    def on_journal(self, listener: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``listener(conversation_id)`` after every write that journaled events (from the
+        writing thread); returns the function that removes it. Readers use it as a wake-up only:
+        the journal stays the truth."""
+        self._journal_listeners.append(listener)
+        return lambda: self._journal_listeners.remove(listener)
 
     def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -10,8 +10,11 @@ from typing import Any
 
 from .conversations import require_conversation
 from .database import Database, Statements
+from .records import JournalEntry
 
 __all__ = ["EventJournal", "insert_events", "journal_rows"]
+
+REPLAY_PAGE = 500  # journal rows one replay read returns; a reader asks again for the rest
 
 
 def journal_rows(events: Iterable[tuple[int, Mapping[str, Any]]]) -> list[tuple[int, str]]:
@@ -27,24 +30,47 @@ def insert_events(
     rows: list[tuple[int, str]],
     at: float,
 ) -> None:
-    """Insert journal rows; the same event again is a no-op, a different one a ValueError."""
-    inserted = connection.executemany(
-        "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, turn_id, sequence) DO NOTHING",
-        [(conversation_id, turn_id, sequence, text, at) for sequence, text in rows],
-    )
-    if inserted.rowcount == len(rows):
-        return  # the usual case: every event was new
+    """Insert journal rows; the same event again is a no-op, a different one a ValueError.
+
+    Each new event takes the conversation's next ``position``, inside the caller's write
+    transaction, so positions have no gaps and a repeated write consumes none."""
+    if not rows:
+        return
+    sequences = [sequence for sequence, _ in rows]
+    taken = {
+        row[0]: row[1]
+        for row in connection.execute(
+            "SELECT sequence, payload FROM events WHERE conversation_id = ? AND turn_id = ? "
+            "AND sequence BETWEEN ? AND ?",
+            (conversation_id, turn_id, min(sequences), max(sequences)),
+        ).fetchall()
+    }
+    fresh = []
     for sequence, text in rows:
-        taken = connection.execute(
-            "SELECT payload FROM events WHERE conversation_id = ? AND turn_id = ? AND sequence = ?",
-            (conversation_id, turn_id, sequence),
-        ).fetchone()
-        if taken is not None and taken[0] != text:
-            raise ValueError(
-                f"turn {turn_id} of conversation {conversation_id} already journaled a "
-                f"different event at sequence {sequence}"
-            )
+        if sequence in taken:
+            if taken[sequence] != text:
+                raise ValueError(
+                    f"turn {turn_id} of conversation {conversation_id} already journaled a "
+                    f"different event at sequence {sequence}"
+                )
+            continue
+        taken[sequence] = text
+        fresh.append((sequence, text))
+    if not fresh:
+        return
+    last = connection.execute(
+        "SELECT COALESCE(MAX(position), 0) FROM events WHERE conversation_id = ?",
+        (conversation_id,),
+    ).fetchone()[0]
+    connection.journaled.add(conversation_id)
+    connection.executemany(
+        "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at, position) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (conversation_id, turn_id, sequence, text, at, last + offset)
+            for offset, (sequence, text) in enumerate(fresh, start=1)
+        ],
+    )
 
 
 class EventJournal(Database):
@@ -109,3 +135,29 @@ class EventJournal(Database):
             parameters,
         )
         return [json.loads(row[0]) for row in rows]
+
+    def last_position(self, conversation_id: str) -> int:
+        """The conversation's latest journal position (0 before its first event)."""
+        rows = self._read(
+            "SELECT MAX(position) FROM events WHERE conversation_id = ?", (conversation_id,)
+        )
+        return int(rows[0][0] or 0)
+
+    def first_position(self, conversation_id: str) -> int:
+        """The earliest position still journaled (0 when none): retention may have pruned the
+        ones before it."""
+        rows = self._read(
+            "SELECT MIN(position) FROM events WHERE conversation_id = ?", (conversation_id,)
+        )
+        return int(rows[0][0] or 0)
+
+    def journal_after(
+        self, conversation_id: str, position: int, limit: int = REPLAY_PAGE
+    ) -> list[JournalEntry]:
+        """The conversation's events strictly after ``position``, in order, at most ``limit``."""
+        rows = self._read(
+            "SELECT position, turn_id, payload FROM events WHERE conversation_id = ? "
+            "AND position > ? ORDER BY position LIMIT ?",
+            (conversation_id, position, limit),
+        )
+        return [JournalEntry(row[0], row[1], json.loads(row[2])) for row in rows]

@@ -8,9 +8,11 @@ from typing import Any, Final
 __all__ = [
     "CONFIRMATION_STATES",
     "FINAL_CONFIRMATION_STATES",
+    "FINAL_TURN_STATES",
     "TURN_STATES",
     "ConfirmationRecord",
     "ConversationRecord",
+    "JournalEntry",
     "StoredMessage",
     "TurnRecord",
 ]
@@ -26,9 +28,15 @@ FINAL_CONFIRMATION_STATES: Final = frozenset(
 )
 """The states a confirmation ends in; finishing or closing accepts only these."""
 
-TURN_STATES: Final = frozenset({"running", "suspended", "done", "failed", "interrupted"})
-"""Every state a turn can be in: ``running`` (some process drives it), ``suspended`` (stopped at a
-confirmation a later request resumes), and the final ``done``, ``failed`` and ``interrupted``."""
+TURN_STATES: Final = frozenset(
+    {"accepted", "running", "suspended", "done", "failed", "interrupted"}
+)
+"""Every state a turn can be in: ``accepted`` (admitted under a client's turn id, not started
+yet), ``running`` (some process drives it), ``suspended`` (stopped at a confirmation a later
+request resumes), and the final ``done``, ``failed`` and ``interrupted``."""
+
+FINAL_TURN_STATES: Final = frozenset({"done", "failed", "interrupted"})
+"""The states a turn ends in: it has journaled its terminal event."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +82,19 @@ class TurnRecord:
     owner: str
     started_at: float
     ended_at: float | None
+    input_hash: str | None = None  # set when the turn was admitted under a client's turn id
+    admitted_position: int | None = None  # the journal position it was admitted after
+    cancel_command: str | None = None  # the command id of an explicit cancel, if one came
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journaled event with its place in the conversation (``position``, the cursor a client
+    replays after) and its turn."""
+
+    position: int
+    turn_id: str
+    payload: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

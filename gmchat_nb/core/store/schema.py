@@ -7,9 +7,12 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
-tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it."""
+tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
+Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
+client replays after) and turns their admission (``input_hash``, ``cancel_command``); an older
+file gets the columns, positions numbered in journal order, when it is opened."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -45,6 +48,7 @@ CREATE TABLE IF NOT EXISTS events (
     sequence INTEGER NOT NULL,
     payload TEXT NOT NULL,
     created_at REAL NOT NULL,
+    position INTEGER,
     UNIQUE (conversation_id, turn_id, sequence)
 );
 
@@ -70,6 +74,9 @@ CREATE TABLE IF NOT EXISTS turns (
     owner TEXT NOT NULL DEFAULT '',
     started_at REAL NOT NULL,
     ended_at REAL,
+    input_hash TEXT,
+    admitted_position INTEGER,
+    cancel_command TEXT,
     PRIMARY KEY (conversation_id, id)
 );
 CREATE INDEX IF NOT EXISTS turns_by_state ON turns (state, conversation_id);
@@ -112,4 +119,30 @@ def apply_schema(connection: sqlite3.Connection, path: str) -> None:
     for statement in _SCHEMA.split(";"):
         if statement.strip():
             connection.execute(statement)
+    _add_columns(connection)
+    connection.execute(
+        "CREATE UNIQUE INDEX IF NOT EXISTS events_by_position ON events (conversation_id, position)"
+    )
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# version 3's columns, added to tables an older version created
+_COLUMNS: Final = {
+    "events": {"position": "INTEGER"},
+    "turns": {"input_hash": "TEXT", "admitted_position": "INTEGER", "cancel_command": "TEXT"},
+}
+
+
+def _add_columns(connection: sqlite3.Connection) -> None:
+    for table, columns in _COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in present:
+                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    # events journaled before version 3: numbered per conversation in the order they were
+    # written, which is the order a client saw them
+    connection.execute(
+        "UPDATE events SET position = (SELECT COUNT(*) FROM events f "
+        "WHERE f.conversation_id = events.conversation_id AND f.id <= events.id) "
+        "WHERE position IS NULL"
+    )

@@ -6,15 +6,34 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .conversations import touch
 from .database import Database, Statements
 from .journal import insert_events, journal_rows
 from .messages import insert_messages, message_row_of
-from .records import FINAL_CONFIRMATION_STATES, TURN_STATES, TurnRecord
+from .records import FINAL_CONFIRMATION_STATES, FINAL_TURN_STATES, TURN_STATES, TurnRecord
 
-__all__ = ["Turns", "set_turn_state"]
+__all__ = ["Admission", "TurnConflict", "Turns", "set_turn_state"]
+
+
+class TurnConflict(ValueError):
+    """A turn id reused with another input: the caller's idempotency key names a different
+    turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A turn admitted under a client's turn id: ``created`` is False when the same turn was
+    admitted before (a retried POST); ``position`` is the conversation's journal position when
+    it was first admitted, after which its events appear."""
+
+    conversation_id: str
+    turn_id: str
+    state: str
+    position: int
+    created: bool
 
 
 def set_turn_state(
@@ -38,6 +57,9 @@ def _turn(row: sqlite3.Row) -> TurnRecord:
         owner=row["owner"],
         started_at=row["started_at"],
         ended_at=row["ended_at"],
+        input_hash=row["input_hash"],
+        admitted_position=row["admitted_position"],
+        cancel_command=row["cancel_command"],
     )
 
 
@@ -76,6 +98,67 @@ class Turns(Database):
                 set_turn_state(connection, conversation_id, turn_id, state, owner, at)
             insert_messages(connection, conversation_id, rows, at)
             insert_events(connection, conversation_id, turn_id, journal, at)
+
+    def admit_turn(
+        self, conversation_id: str, turn_id: str, input_hash: str, *, owner: str = ""
+    ) -> Admission:
+        """Admit a turn under the client's ``turn_id`` before any work: stored as ``accepted``
+        with the hash of its input. The same id with the same input is the same admission again
+        (``created`` False); with another input it is a :class:`TurnConflict`."""
+        at = time.time()
+        with self._write() as connection:
+            row = connection.execute(
+                "SELECT state, input_hash, admitted_position FROM turns "
+                "WHERE conversation_id = ? AND id = ?",
+                (conversation_id, turn_id),
+            ).fetchone()
+            if row is not None:
+                if row[1] != input_hash:
+                    raise TurnConflict(
+                        f"turn {turn_id} was admitted with another input; use a new turn id"
+                    )
+                return Admission(conversation_id, turn_id, row[0], int(row[2] or 0), False)
+            position = connection.execute(
+                "SELECT COALESCE(MAX(position), 0) FROM events WHERE conversation_id = ?",
+                (conversation_id,),
+            ).fetchone()[0]
+            touch(connection, conversation_id, at)
+            connection.execute(
+                "INSERT INTO turns (conversation_id, id, state, owner, started_at, input_hash, "
+                "admitted_position) VALUES (?, ?, 'accepted', ?, ?, ?, ?)",
+                (conversation_id, turn_id, owner, at, input_hash, position),
+            )
+        return Admission(conversation_id, turn_id, "accepted", int(position), True)
+
+    def admitted_turn(self, actor_id: str, turn_id: str) -> TurnRecord | None:
+        """The actor's turn admitted under ``turn_id``, in whichever of their conversations."""
+        rows = self._read(
+            "SELECT t.* FROM turns t JOIN conversations c ON c.id = t.conversation_id "
+            "WHERE c.actor_id = ? AND t.id = ? AND t.input_hash IS NOT NULL",
+            (actor_id, turn_id),
+        )
+        return _turn(rows[0]) if rows else None
+
+    def request_cancel(self, conversation_id: str, turn_id: str, command_id: str) -> str | None:
+        """Record an explicit cancel of a turn: ``"cancelled"`` (recorded now), ``"duplicate"``
+        (this command was recorded before), ``"too_late"`` (the turn had ended, or another
+        command cancelled it), or None for an unknown turn. One conditional write decides."""
+        with self._write() as connection:
+            row = connection.execute(
+                "SELECT state, cancel_command FROM turns WHERE conversation_id = ? AND id = ?",
+                (conversation_id, turn_id),
+            ).fetchone()
+            if row is None:
+                return None
+            if row[1] is not None:
+                return "duplicate" if row[1] == command_id else "too_late"
+            if row[0] in FINAL_TURN_STATES:
+                return "too_late"
+            connection.execute(
+                "UPDATE turns SET cancel_command = ? WHERE conversation_id = ? AND id = ?",
+                (command_id, conversation_id, turn_id),
+            )
+        return "cancelled"
 
     def turn(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
         """The turn's lifecycle row, or ``None`` (turns written before store version 2 have

@@ -1,0 +1,280 @@
+"""Durable turns: admit a turn under the client's id, follow the conversation's journal, cancel.
+
+* ``POST {url}turns/`` ``{conversation_id?, turn_id, text}`` admits the turn (stored as
+  ``accepted`` before any provider work) and answers ``202 {conversation_id, turn_id, sequence,
+  state}``; ``sequence`` is the journal position its events come after. The same ``turn_id`` with
+  the same input is the same admission again, never a second turn; with another input, ``409``.
+  The turn runs detached from the request: closing a stream never cancels it.
+* ``GET {url}conversations/{id}/events`` streams the journal as server-sent events. Each frame
+  carries the event's conversation position as the SSE ``id:`` and as ``sequence`` in its JSON
+  (with its ``turn_id``). ``Last-Event-ID`` (or ``?after=N``) replays strictly after N, then the
+  stream hands over to live events without a gap or a duplicate: it always reads the journal,
+  and commits only wake it. A cursor ahead of the journal is ``409``; one older than what
+  retention kept is ``410 {"error": "resync_required", ...}``.
+* ``POST {url}conversations/{id}/turns/{turn_id}/cancel`` ``{command_id}``: ``cancelled``,
+  ``duplicate`` (this command again) or ``too_late`` (ended, or cancelled by another command),
+  with the turn's state and the journal's last position. Cooperative: the turn stops at its next
+  step and closes as interrupted; an effect already under way is not claimed undone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+from typing import Any
+
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..core.session.messages import text_refusal
+from ..core.store.turns import TurnConflict
+from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
+from .requests import Refused, optional_string, required_string
+from .sessions import TurnBusy
+from .sse import KEEPALIVE
+
+__all__ = ["CancelHandler", "ConversationEventsHandler", "TurnsHandler", "frame"]
+
+TURN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+CANCEL_WAIT_SECONDS = 5.0  # how long a cancel waits for the turn to journal its end
+
+
+def _identifier(payload: dict[str, Any], key: str) -> str:
+    value = required_string(payload, key, "bad_event", what=f"'{key}'")
+    if not TURN_ID.match(value):
+        raise Refused(
+            400, "bad_event", f"'{key}' must be 1-128 letters, digits or . _ : - characters."
+        )
+    return value
+
+
+def input_hash(text: str) -> str:
+    """What makes a retried admission the same turn: its text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def frame(position: int, turn_id: str, payload: dict[str, Any]) -> bytes:
+    """One journaled event as an SSE frame: ``id`` and ``sequence`` are its position."""
+    body = {**payload, "sequence": position, "turn_id": turn_id}
+    kind = str(payload.get("type", "message"))
+    return f"id: {position}\nevent: {kind}\ndata: {json.dumps(body)}\n\n".encode()
+
+
+class DurableHandler(GMChatHandler):
+    """JSON answers with a status; the conversation must be the actor's."""
+
+    def answer(self, status: int, body: dict[str, Any]) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(body))
+
+    def refused(self, refused: Refused) -> None:
+        self.answer(refused.status, {"error": refused.code, "message": refused.message})
+
+    async def own_conversation(self, conversation_id: str) -> None:
+        record = await self.runtime.on_engine(self.runtime.store.conversation, conversation_id)
+        if record is None or record.actor_id != self.actor.id:
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION)
+
+
+class TurnsHandler(DurableHandler):
+    """``POST {url}turns/``: admit a turn (see the module docstring)."""
+
+    @web.authenticated
+    @allow("execute")
+    async def post(self) -> None:
+        self.check_permission()
+        try:
+            payload = self.json_body("bad_message")
+            turn_id = _identifier(payload, "turn_id")
+            text = required_string(payload, "text", "bad_message", what="Message text")
+            refusal = text_refusal(text)
+            if refusal is not None:
+                raise Refused(400, "bad_message", refusal)
+            conversation_id = optional_string(
+                payload, "conversation_id", "bad_event", what="The conversation id"
+            )
+            admitted = await self.runtime.engine.run(self._admit(turn_id, text, conversation_id))
+        except Refused as refused:
+            return self.refused(refused)
+        self.answer(202, admitted)
+
+    async def _admit(self, turn_id: str, text: str, conversation_id: str | None) -> dict[str, Any]:
+        """On the engine: the same admission again, or a new one started detached."""
+        runtime, actor, digest = self.runtime, self.actor, input_hash(text)
+        earlier = runtime.store.admitted_turn(actor.id, turn_id)
+        if earlier is not None:
+            if earlier.input_hash != digest or conversation_id not in (
+                None,
+                earlier.conversation_id,
+            ):
+                raise Refused(409, "turn_conflict", TURN_CONFLICT)
+            return _admission(earlier.conversation_id, turn_id, earlier.state, earlier)
+        try:
+            session = await runtime._open_session(actor, conversation_id)
+        except KeyError:
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        cid = session.conversation_id
+        assert cid is not None
+        if runtime.running_turn(cid) is not None:
+            raise Refused(409, "turn_in_progress", BUSY_MESSAGE)
+        try:  # no await from here on: nothing else runs on the engine in between
+            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=runtime.owner or "")
+        except TurnConflict:
+            raise Refused(409, "turn_conflict", TURN_CONFLICT) from None
+        events = session.run_turn(text, transport="sse", turn_id=turn_id)
+        try:
+            runtime.start(cid, events, suspends=True, detached=True, turn_id=turn_id)
+        except TurnBusy:  # checked above on this thread, with no await in between
+            raise Refused(409, "turn_in_progress", BUSY_MESSAGE) from None
+        return {
+            "conversation_id": cid,
+            "turn_id": turn_id,
+            "sequence": admission.position,
+            "state": "accepted",
+        }
+
+
+BUSY_MESSAGE = "A turn of this conversation is running."
+TURN_CONFLICT = "This turn id was admitted with another message; use a new turn id."
+
+
+def _admission(conversation_id: str, turn_id: str, state: str, record: Any) -> dict[str, Any]:
+    return {
+        "conversation_id": conversation_id,
+        "turn_id": turn_id,
+        "sequence": int(record.admitted_position or 0),
+        "state": state,
+    }
+
+
+class ConversationEventsHandler(DurableHandler):
+    """``GET {url}conversations/{id}/events``: the journal, replayed and then live."""
+
+    keepalive_seconds: float
+
+    def initialize(
+        self, runtime: Any, max_body_bytes: int = 65536, keepalive_seconds: float = 15.0
+    ) -> None:
+        super().initialize(runtime, max_body_bytes)
+        self.keepalive_seconds = keepalive_seconds
+        self._closed = asyncio.Event()
+
+    @web.authenticated
+    @allow("read")
+    async def get(self, conversation_id: str) -> None:
+        self.check_permission()
+        try:
+            await self.own_conversation(conversation_id)
+            cursor = self._cursor()
+            store = self.runtime.store
+            latest = await self.runtime.on_engine(store.last_position, conversation_id)
+            earliest = await self.runtime.on_engine(store.first_position, conversation_id)
+        except Refused as refused:
+            return self.refused(refused)
+        if cursor > latest:
+            return self.answer(
+                409,
+                {
+                    "error": "cursor_ahead",
+                    "message": "The cursor is past the conversation's last event.",
+                    "requested_sequence": cursor,
+                    "latest_sequence": latest,
+                },
+            )
+        if earliest and cursor < earliest - 1:
+            return self.answer(
+                410,
+                {
+                    "error": "resync_required",
+                    "requested_sequence": cursor,
+                    "earliest_available_sequence": earliest,
+                    "latest_sequence": latest,
+                },
+            )
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        try:
+            await self.flush()
+            await self._follow(conversation_id, cursor)
+        except StreamClosedError:
+            return
+
+    def _cursor(self) -> int:
+        raw = self.request.headers.get("Last-Event-ID")
+        if raw is None:
+            raw = self.get_query_argument("after", "0")
+        try:
+            cursor = int(raw.strip())
+        except ValueError:
+            cursor = -1
+        if cursor < 0:
+            raise Refused(400, "bad_event", "The cursor (Last-Event-ID or after) must be a whole "
+                          "number of 0 or more.")  # fmt: skip
+        return cursor
+
+    async def _follow(self, conversation_id: str, cursor: int) -> None:
+        """Journal rows after ``cursor`` as they are committed, until the client goes away."""
+        store = self.runtime.store
+        while not self._closed.is_set():
+            woken = self.runtime.watch(conversation_id)  # before reading: no commit is missed
+            try:
+                rows = await self.runtime.on_engine(store.journal_after, conversation_id, cursor)
+                if rows:
+                    for row in rows:
+                        self.write(frame(row.position, row.turn_id, row.payload))
+                    await self.flush()
+                    cursor = rows[-1].position
+                    continue
+                try:
+                    await asyncio.wait_for(woken.wait(), self.keepalive_seconds)
+                except TimeoutError:
+                    self.write(KEEPALIVE)
+                    await self.flush()
+            finally:
+                self.runtime.unwatch(conversation_id, woken)
+
+    def on_connection_close(self) -> None:
+        """A reader that goes away stops reading; the turn it watched runs on."""
+        self._closed.set()
+        super().on_connection_close()
+
+
+class CancelHandler(DurableHandler):
+    """``POST {url}conversations/{id}/turns/{turn_id}/cancel``: an explicit, idempotent cancel."""
+
+    @web.authenticated
+    @allow("execute")
+    async def post(self, conversation_id: str, turn_id: str) -> None:
+        self.check_permission()
+        try:
+            await self.own_conversation(conversation_id)
+            command_id = _identifier(self.json_body("bad_event"), "command_id")
+            store = self.runtime.store
+            result = await self.runtime.on_engine(
+                store.request_cancel, conversation_id, turn_id, command_id
+            )
+            if result is None:
+                raise Refused(404, "bad_event", "No turn with that id in this conversation.")
+        except Refused as refused:
+            return self.refused(refused)
+        run = self.runtime.running_turn(conversation_id)
+        if result == "cancelled" and run is not None and run.turn_id == turn_id:
+            run.cancel()
+            # it stops at its next step; past the wait the journal will say so
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.finished(), CANCEL_WAIT_SECONDS)
+        turn = await self.runtime.on_engine(store.turn, conversation_id, turn_id)
+        latest = await self.runtime.on_engine(store.last_position, conversation_id)
+        self.answer(
+            200,
+            {
+                "result": result,
+                "turn_id": turn_id,
+                "state": turn.state if turn is not None else "unknown",
+                "sequence": latest,
+            },
+        )

@@ -1,0 +1,242 @@
+"""Durable turns against a real `jupyter server`, with httpx as the client: admission under the
+client's turn id, the conversation's journal replayed after a cursor and followed live, 409 and
+410 cursors, and explicit cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from .jupyter_process import AUTH
+from .jupyter_process import JupyterServer as Server
+
+# Every conversation's scripted model: a search, then (after a pause) the answer in chunks.
+ROUNDS = [
+    {"tool_calls": [{"name": "search_managers", "args": {"query": "parts"}}]},
+    {"chunks": ["Parts ", "are ", "listed."], "delay_seconds": 1.5},
+] * 10
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = Server(tmp_path_factory.mktemp("durable"), ROUNDS, keepalive_seconds=0.3)
+    yield running
+    running.stop()
+
+
+def chat(server: Server) -> str:
+    return server.url + "gmchat/chat/"
+
+
+def new_conversation(server: Server) -> str:
+    created = httpx.post(chat(server) + "conversations/", json={}, headers=AUTH)
+    assert created.status_code == 201
+    return str(created.json()["conversation"]["id"])
+
+
+def admit(server: Server, conversation_id: str, turn_id: str, text: str = "List parts") -> Any:
+    return httpx.post(
+        chat(server) + "turns/",
+        json={"conversation_id": conversation_id, "turn_id": turn_id, "text": text},
+        headers=AUTH,
+    )
+
+
+async def http(method: str, url: str, **options: Any) -> httpx.Response:
+    async with httpx.AsyncClient(timeout=30) as client:
+        return await client.request(method, url, **options)
+
+
+async def read_frames(
+    server: Server,
+    conversation_id: str,
+    *,
+    headers: dict[str, str] | None = None,
+    after: int | None = None,
+    stop_after: int | None = None,
+    until_terminal: bool = True,
+    idle_seconds: float = 10.0,
+) -> list[tuple[int, dict[str, Any]]]:
+    """(SSE id, JSON) of each frame until a terminal event, ``stop_after`` frames, or
+    ``idle_seconds`` without a frame (keep-alive comments do not count)."""
+    url = chat(server) + f"conversations/{conversation_id}/events"
+    params = {} if after is None else {"after": str(after)}
+    frames: list[tuple[int, dict[str, Any]]] = []
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("GET", url, params=params, headers={**AUTH, **(headers or {})}) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"] == "text/event-stream"
+        lines = response.aiter_lines()
+        frame_id: int | None = None
+        loop = asyncio.get_running_loop()
+        quiet_until = loop.time() + idle_seconds  # keep-alive lines do not extend it
+        while True:
+            try:
+                line = await asyncio.wait_for(anext(lines), quiet_until - loop.time())
+            except (TimeoutError, StopAsyncIteration):
+                return frames
+            if line.startswith("id: "):
+                frame_id = int(line[4:])
+            elif line.startswith("data: "):
+                assert frame_id is not None
+                event = json.loads(line[6:])
+                frames.append((frame_id, event))
+                quiet_until = loop.time() + idle_seconds
+                if stop_after is not None and len(frames) >= stop_after:
+                    return frames
+                if until_terminal and event["type"] in ("done", "error"):
+                    return frames
+
+
+async def test_an_admitted_turn_runs_and_its_journal_streams(server: Server) -> None:
+    conversation = new_conversation(server)
+    turn_id = f"turn-{uuid.uuid4().hex}"
+    admitted = admit(server, conversation, turn_id)
+    assert admitted.status_code == 202
+    assert admitted.json() == {
+        "conversation_id": conversation,
+        "turn_id": turn_id,
+        "sequence": 0,
+        "state": "accepted",
+    }
+    frames = await read_frames(server, conversation, after=0)
+    types = [event["type"] for _, event in frames]
+    assert types == ["tool_call", "tool_result", "text_chunk", "text_chunk", "text_chunk", "done"]
+    assert [frame_id for frame_id, _ in frames] == list(range(1, 7))
+    assert all(event["sequence"] == frame_id for frame_id, event in frames)
+    assert {event["turn_id"] for _, event in frames} == {turn_id}
+
+
+async def test_a_retried_admission_is_the_same_turn(server: Server) -> None:
+    conversation = new_conversation(server)
+    turn_id = f"retry-{uuid.uuid4().hex}"
+    first = admit(server, conversation, turn_id)
+    again = admit(server, conversation, turn_id)
+    assert first.status_code == again.status_code == 202
+    assert again.json()["sequence"] == first.json()["sequence"] == 0
+    frames = await read_frames(server, conversation, after=0)
+    assert [event["type"] for _, event in frames].count("done") == 1
+    # after the end, the same admission says how it ended; it never starts a second turn
+    late = admit(server, conversation, turn_id)
+    assert late.status_code == 202 and late.json()["state"] == "done"
+    tail = await read_frames(server, conversation, after=frames[-1][0], idle_seconds=1.0)
+    assert tail == []
+    conflict = admit(server, conversation, turn_id, text="Something else")
+    assert conflict.status_code == 409 and conflict.json()["error"] == "turn_conflict"
+
+
+async def test_a_disconnected_reader_resumes_without_gap_or_duplicate(server: Server) -> None:
+    conversation = new_conversation(server)
+    assert admit(server, conversation, f"gap-{uuid.uuid4().hex}").status_code == 202
+    early = await read_frames(server, conversation, after=0, stop_after=2)
+    assert [event["type"] for _, event in early] == ["tool_call", "tool_result"]
+    # the reader went away; the turn did not: the rest is read with Last-Event-ID
+    rest = await read_frames(server, conversation, headers={"Last-Event-ID": str(early[-1][0])})
+    ids = [frame_id for frame_id, _ in early + rest]
+    assert ids == list(range(1, len(ids) + 1))
+    assert rest[-1][1]["type"] == "done"
+    again = await read_frames(
+        server, conversation, headers={"Last-Event-ID": str(ids[-1])}, idle_seconds=1.0
+    )
+    assert again == []  # reconnecting at the terminal sequence sends no second done
+
+
+async def test_cursors_ahead_pruned_or_malformed_are_refused(server: Server) -> None:
+    conversation = new_conversation(server)
+    assert admit(server, conversation, f"cursor-{uuid.uuid4().hex}").status_code == 202
+    frames = await read_frames(server, conversation, after=0)
+    url = chat(server) + f"conversations/{conversation}/events"
+    ahead = await http("GET", url, params={"after": "999"}, headers=AUTH)
+    assert ahead.status_code == 409
+    assert ahead.json() == {
+        "error": "cursor_ahead",
+        "message": "The cursor is past the conversation's last event.",
+        "requested_sequence": 999,
+        "latest_sequence": len(frames),
+    }
+    for bad in ("-1", "x", "1.5"):
+        refused = await http("GET", url, headers={**AUTH, "Last-Event-ID": bad})
+        assert refused.status_code == 400 and refused.json()["error"] == "bad_event"
+    with sqlite3.connect(server.store_path) as raw:  # retention pruned the first two events
+        raw.execute(
+            "DELETE FROM events WHERE conversation_id = ? AND position <= 2", (conversation,)
+        )
+    gone = await http("GET", url, params={"after": "1"}, headers=AUTH)
+    assert gone.status_code == 410
+    assert gone.json() == {
+        "error": "resync_required",
+        "requested_sequence": 1,
+        "earliest_available_sequence": 3,
+        "latest_sequence": len(frames),
+    }
+    kept = await read_frames(server, conversation, after=2)
+    assert [frame_id for frame_id, _ in kept] == list(range(3, len(frames) + 1))
+    foreign = await http("GET", chat(server) + "conversations/nope/events", headers=AUTH)
+    assert foreign.status_code == 404
+
+
+async def test_an_explicit_cancel_is_idempotent(server: Server) -> None:
+    conversation = new_conversation(server)
+    turn_id = f"cancel-{uuid.uuid4().hex}"
+    assert admit(server, conversation, turn_id).status_code == 202
+    await read_frames(server, conversation, after=0, stop_after=2)  # it is in its pause now
+    url = chat(server) + f"conversations/{conversation}/turns/{turn_id}/cancel"
+    cancelled = await http("POST", url, json={"command_id": "c1"}, headers=AUTH)
+    assert cancelled.status_code == 200
+    body = cancelled.json()
+    assert body["result"] == "cancelled" and body["state"] == "interrupted"
+    frames = await read_frames(server, conversation, after=0)
+    assert frames[-1][1]["type"] == "error" and frames[-1][1]["code"] == "interrupted"
+    assert body["sequence"] == frames[-1][0]
+    assert "text_chunk" not in [event["type"] for _, event in frames]  # stopped before answering
+    duplicate = (await http("POST", url, json={"command_id": "c1"}, headers=AUTH)).json()
+    assert duplicate["result"] == "duplicate" and duplicate["state"] == "interrupted"
+    again = await http("POST", url, json={"command_id": "c2"}, headers=AUTH)
+    assert again.json()["result"] == "too_late"
+    done_turn = f"finished-{uuid.uuid4().hex}"
+    other = new_conversation(server)
+    assert admit(server, other, done_turn).status_code == 202
+    await read_frames(server, other, after=0)
+    late = await http(
+        "POST",
+        chat(server) + f"conversations/{other}/turns/{done_turn}/cancel",
+        json={"command_id": "c3"},
+        headers=AUTH,
+    )
+    assert late.json()["result"] == "too_late" and late.json()["state"] == "done"
+    unknown = await http(
+        "POST",
+        chat(server) + f"conversations/{other}/turns/nope/cancel",
+        json={"command_id": "c4"},
+        headers=AUTH,
+    )
+    assert unknown.status_code == 404
+
+
+def test_bad_admissions_name_what_is_wrong(server: Server) -> None:
+    conversation = new_conversation(server)
+    url = chat(server) + "turns/"
+    cases = [
+        ({"text": "Hi"}, 400, "bad_event"),
+        ({"turn_id": "has space", "text": "Hi"}, 400, "bad_event"),
+        ({"turn_id": "x" * 129, "text": "Hi"}, 400, "bad_event"),
+        ({"turn_id": "ok-1", "text": "   "}, 400, "bad_message"),
+        ({"turn_id": "ok-2", "text": "\ud800"}, 400, "bad_message"),
+        ({"turn_id": "ok-3", "text": "Hi", "conversation_id": "nope"}, 404, "bad_event"),
+    ]
+    for body, status, code in cases:
+        body = {"conversation_id": conversation, **body}
+        response = httpx.post(
+            url, content=json.dumps(body), headers={**AUTH, "Content-Type": "application/json"}
+        )
+        assert response.status_code == status, (body, response.text)
+        assert response.json()["error"] == code
