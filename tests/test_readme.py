@@ -53,6 +53,8 @@ PRINTS = {
     "gmchat tool get_manager_schema": '"manager": "FleetVehicle"',
     "--compare offline": "Failures of offline:",
     "gmchat doctor": "A chat turn can work with this provider.",
+    "$U/conversations/$C/events": '"sequence": 1',
+    "/turns/turn-0001/cancel": '"result": "too_late"',
     '--provider "local:': '] query {"manager": ',
 }
 # The eval CLI exits 1 when a case failed (documented): the offline model fails some.

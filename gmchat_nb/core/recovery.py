@@ -37,6 +37,7 @@ __all__ = [
     "OWNER",
     "close_turn",
     "driving",
+    "hold",
     "is_abandoned",
     "owner_alive",
     "recover",
@@ -75,6 +76,12 @@ def driving(conversation_id: str, turn_id: str) -> Iterator[None]:
         yield
     finally:
         _DRIVING.discard(key)
+
+
+def hold(conversation_id: str, turn_id: str) -> None:
+    """Count an admitted turn as driven by this process until its session drives it (whose
+    :func:`driving` block releases it), so no recovery closes it in between."""
+    _DRIVING.add((conversation_id, turn_id))
 
 
 def owner_alive(owner: str) -> bool:
@@ -118,9 +125,10 @@ def recover(store: ChatStore, *, conversation_id: str | None = None, now: float)
     """Close every abandoned running turn (of one conversation, or of the whole store) and every
     suspended turn whose confirmation can no longer be decided; returns how many were closed."""
     closed = 0
-    for turn in store.turns(state="running", conversation_id=conversation_id):
-        if is_abandoned(turn) and close_turn(store, turn, SERVER_STOPPED, now=now):
-            closed += 1
+    for state in ("accepted", "running"):  # admitted and never started, or cut off mid-way
+        for turn in store.turns(state=state, conversation_id=conversation_id):
+            if is_abandoned(turn) and close_turn(store, turn, SERVER_STOPPED, now=now):
+                closed += 1
     for turn in store.turns(state="suspended", conversation_id=conversation_id):
         if _undecidable(store, turn, now) and close_turn(
             store, turn, "its confirmation expired before anyone decided", now=now

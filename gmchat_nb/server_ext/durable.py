@@ -29,6 +29,7 @@ from typing import Any
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from ..core.recovery import OWNER, hold
 from ..core.session.messages import text_refusal
 from ..core.store.turns import TurnConflict
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
@@ -121,9 +122,10 @@ class TurnsHandler(DurableHandler):
         if runtime.running_turn(cid) is not None:
             raise Refused(409, "turn_in_progress", BUSY_MESSAGE)
         try:  # no await from here on: nothing else runs on the engine in between
-            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=runtime.owner or "")
+            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=OWNER)
         except TurnConflict:
             raise Refused(409, "turn_conflict", TURN_CONFLICT) from None
+        hold(cid, turn_id)  # ours from now on: no recovery closes it before it starts
         events = session.run_turn(text, transport="sse", turn_id=turn_id)
         try:
             runtime.start(cid, events, suspends=True, detached=True, turn_id=turn_id)

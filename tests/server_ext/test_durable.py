@@ -240,3 +240,29 @@ def test_bad_admissions_name_what_is_wrong(server: Server) -> None:
         )
         assert response.status_code == status, (body, response.text)
         assert response.json()["error"] == code
+
+
+async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    home = tmp_path_factory.mktemp("durable-kill")
+    first = Server(home, ROUNDS)
+    try:
+        conversation = new_conversation(first)
+        assert admit(first, conversation, "killed-turn").status_code == 202
+        early = await read_frames(first, conversation, after=0, stop_after=2)
+        assert [event["type"] for _, event in early] == ["tool_call", "tool_result"]
+        first.kill()  # in its pause before the answer
+    finally:
+        first.stop()
+    second = Server(home, ROUNDS)
+    try:
+        rest = await read_frames(second, conversation, after=early[-1][0])
+        assert [event["type"] for _, event in rest] == ["error"]
+        assert rest[0][1]["code"] == "interrupted" and rest[0][0] == early[-1][0] + 1
+        retried = admit(second, conversation, "killed-turn")  # the client retries its POST
+        assert retried.status_code == 202 and retried.json()["state"] == "interrupted"
+        again = await read_frames(second, conversation, after=rest[0][0], idle_seconds=1.0)
+        assert again == []  # one terminal event, and no second turn
+    finally:
+        second.stop()
