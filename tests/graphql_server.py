@@ -29,6 +29,7 @@ class GraphQLServer:
     def __init__(self) -> None:
         self.backend: DemoBackend = build_demo(demo_spec("inventory"))
         self.mutations = 0
+        self.idempotency_keys: list[str | None] = []  # each mutation request's Idempotency-Key
         self.mutation_ran = threading.Event()
         self.hold_seconds = 0.0
         self.after_mutation: Callable[[], None] | None = None
@@ -61,6 +62,7 @@ class GraphQLServer:
         )
         if query.lstrip().startswith("mutation"):
             self.mutations += 1
+            self.idempotency_keys.append(request.headers.get("Idempotency-Key"))
             self.mutation_ran.set()
             if self.after_mutation is not None:
                 self.after_mutation()

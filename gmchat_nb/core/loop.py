@@ -43,6 +43,7 @@ from .events import (
 )
 from .frames import frame_summary
 from .project.errors import ToolError
+from .project.idempotency import mutation_key
 from .project.mutations import PreparedMutation
 from .project.project import Project, QueryOutcome
 from .project.tools import ToolRun, is_read_tool, run_tool
@@ -460,7 +461,8 @@ class ToolLoop:
         did before stopping: cancelling must never pretend an effect did not happen.
         """
         self.io.checkpoint()
-        effect = asyncio.ensure_future(self._execute(prepared))
+        key = mutation_key(state.turn_id, call.id, prepared.mutation, prepared.input)
+        effect = asyncio.ensure_future(self._execute(prepared, key))
         cancelled: asyncio.CancelledError | None = None
         try:
             run, duration_ms = await asyncio.shield(effect)
@@ -473,11 +475,11 @@ class ToolLoop:
             raise cancelled
         return result
 
-    async def _execute(self, prepared: PreparedMutation) -> tuple[ToolRun, float]:
-        """The mutation's result and how long it ran (ms)."""
+    async def _execute(self, prepared: PreparedMutation, key: str) -> tuple[ToolRun, float]:
+        """The mutation's result and how long it ran (ms); ``key`` is its idempotency key."""
         started = time.perf_counter()
         try:
-            run = ToolRun(await self.project.execute_mutation(prepared))
+            run = ToolRun(await self.project.execute_mutation(prepared, idempotency_key=key))
         except ToolError as error:
             run = ToolRun(error.to_result())
         return run, _milliseconds_since(started)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .events import ChatEvent, ToolCall, ToolResult, error_event
+from .project.idempotency import mutation_key
 from .store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 
 __all__ = [
@@ -255,19 +256,30 @@ def _settle(
         return result, "expired"
     if record is not None and record.state in ("rejected", "executed", "failed", "unknown"):
         return _recorded_outcome(record.state, mutation), None
-    return _unknown_outcome(mutation, args.get("input")), "unknown" if record else None
+    input_value = args.get("input")
+    key = mutation_key(
+        turn.id, str(call.get("id")), mutation, input_value if isinstance(input_value, dict) else {}
+    )
+    return _unknown_outcome(mutation, input_value, key), "unknown" if record else None
 
 
-def _unknown_outcome(mutation: str, input_value: Any) -> dict[str, Any]:
-    return {
+def _unknown_outcome(mutation: str, input_value: Any, key: str | None = None) -> dict[str, Any]:
+    message = (
+        f"The request was interrupted while {mutation} was being run, so whether it changed the "
+        "data is unknown. It will not be retried automatically: query the data to see whether "
+        "the change is there before trying again."
+    )
+    outcome: dict[str, Any] = {
         "status": "unknown",
         "code": "unknown_outcome",
         "mutation": mutation,
         "input": input_value if isinstance(input_value, dict) else {},
-        "message": f"The request was interrupted while {mutation} was being run, so whether it "
-        "changed the data is unknown. It will not be retried automatically: query the data to "
-        "see whether the change is there before trying again.",
+        "message": message,
     }
+    if key is not None:  # the attempt was sent with this Idempotency-Key: the server can tell
+        outcome["idempotency_key"] = key
+        outcome["message"] = f"{message} The attempt was sent with Idempotency-Key {key}."
+    return outcome
 
 
 def _recorded_outcome(state: str, mutation: str) -> dict[str, Any]:

@@ -144,6 +144,10 @@ async def test_a_mutation_whose_reply_was_lost_has_an_unknown_outcome(
                 result = store.messages(cid)[-2].tool_result
                 assert result["status"] == "unknown" and result["code"] == "unknown_outcome"
                 assert result["mutation"] == "createPart"
+                # the attempt carried an opaque key derived from the call; the user is shown it
+                (sent,) = graphql.idempotency_keys
+                assert sent is not None and sent.startswith("gmchat-") and len(sent) == 39
+                assert result["idempotency_key"] == sent and sent in result["message"]
                 note = store.messages(cid)[-1].content
                 assert "Whether createPart changed the data is unknown" in note
                 journal = store.events(cid)

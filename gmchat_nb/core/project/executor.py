@@ -8,6 +8,7 @@ one shape whichever way the project is reached.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,9 +52,14 @@ class Executor(Protocol):
     concurrent: bool  # whether overlapping requests finish sooner than one after another
 
     async def execute(
-        self, document: DocumentNode, variables: dict[str, Any], operation_name: str | None
+        self,
+        document: DocumentNode,
+        variables: dict[str, Any],
+        operation_name: str | None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ExecutionOutcome:
-        """Run ``document`` with ``variables``."""
+        """Run ``document`` with ``variables`` (``headers`` go with this request only)."""
         ...
 
     async def aclose(self) -> None:
@@ -75,9 +81,15 @@ class LocalExecutor:
         self.root_value = root_value
 
     async def execute(
-        self, document: DocumentNode, variables: dict[str, Any], operation_name: str | None
+        self,
+        document: DocumentNode,
+        variables: dict[str, Any],
+        operation_name: str | None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ExecutionOutcome:
-        """Run ``document``; validation already happened at compile time."""
+        """Run ``document``; validation already happened at compile time. ``headers`` (an
+        idempotency key) have no meaning in process and are ignored."""
         result = execute(
             self.schema,
             document,
@@ -141,9 +153,15 @@ class RemoteExecutor:
         return executor
 
     async def execute(
-        self, document: DocumentNode, variables: dict[str, Any], operation_name: str | None
+        self,
+        document: DocumentNode,
+        variables: dict[str, Any],
+        operation_name: str | None,
+        *,
+        headers: Mapping[str, str] | None = None,
     ) -> ExecutionOutcome:
-        """POST ``document`` to the endpoint; transport failures become ToolErrors."""
+        """POST ``document`` to the endpoint (with ``headers`` besides the connection's);
+        transport failures become ToolErrors."""
         from gql import GraphQLRequest
         from gql.transport.exceptions import (
             TransportProtocolError,
@@ -154,7 +172,8 @@ class RemoteExecutor:
             document, variable_values=variables or None, operation_name=operation_name
         )
         try:
-            result = await self._transport.execute(request)
+            extra = {"headers": dict(headers)} if headers else None
+            result = await self._transport.execute(request, extra_args=extra)
         except TransportServerError as error:
             code = getattr(error, "code", None)
             raise ToolError(

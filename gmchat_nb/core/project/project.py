@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ from .errors import ToolError
 from .executor import ExecutionOutcome, Executor
 from .filters import IdLookup
 from .hidden import REDACTED, HiddenNames
+from .idempotency import IDEMPOTENCY_HEADER
 from .index import SchemaIndex
 from .mutations import MutationCompiler, PreparedMutation
 from .names import clip
@@ -197,10 +198,18 @@ class Project:
         """Validate a mutation call completely, without running it."""
         return self.mutation_compiler.prepare(mutation, input, self.allowed_mutations)
 
-    async def execute_mutation(self, prepared: PreparedMutation) -> dict[str, Any]:
-        """Run a prepared mutation once (never retried); GraphQL errors become a ToolError."""
+    async def execute_mutation(
+        self, prepared: PreparedMutation, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Run a prepared mutation once (never retried); GraphQL errors become a ToolError.
+        ``idempotency_key`` goes to the server as the ``Idempotency-Key`` header."""
+        headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
         outcome = await self._execute(
-            prepared.document, dict(prepared.input), "GmchatMutation", timeout=False
+            prepared.document,
+            dict(prepared.input),
+            "GmchatMutation",
+            timeout=False,
+            headers=headers,
         )
         if outcome.errors:
             raise _mutation_error(prepared, outcome, self.index.hidden_names)
@@ -334,8 +343,13 @@ class Project:
         operation: str | None,
         *,
         timeout: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> ExecutionOutcome:
-        run = self.executor.execute(document, variables, operation)
+        run = (
+            self.executor.execute(document, variables, operation, headers=headers)
+            if headers
+            else self.executor.execute(document, variables, operation)
+        )
         try:
             if not timeout or self.query_timeout is None:
                 return await run
