@@ -215,11 +215,32 @@ class ConfirmHandler(GMChatHandler):
             )
             if conversation_id is None:
                 raise Refused(409, "bad_event", NO_PENDING_CONFIRMATION)
+        expected = payload.get("expected_sequence")
+        if expected is not None:
+            await self._check_expected(conversation_id, expected)
         session = await self.session_for(conversation_id)
         events = session.resume(
             confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
         )
         return session, self.start(session, events, suspends=True, streaming=False)
+
+    async def _check_expected(self, conversation_id: str, expected: Any) -> None:
+        """``expected_sequence``: the journal position of the ``confirm_mutation`` event the
+        answer is for (durable clients read it from the events stream). A decision made on a
+        stale view of the conversation fails before anything runs."""
+        if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+            raise Refused(400, "bad_event", "'expected_sequence' must be a whole number >= 0.")
+        record = await self.runtime.on_engine(self.runtime.store.conversation, conversation_id)
+        if record is None or record.actor_id != self.actor.id:
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION)
+        latest = await self.runtime.on_engine(self.runtime.store.last_position, conversation_id)
+        if expected != latest:
+            raise Refused(
+                409,
+                "bad_event",
+                f"'expected_sequence' is {expected}, but the conversation is at {latest}: the "
+                "confirmation was answered on a stale view; read the events and decide again.",
+            )
 
 
 class ConversationsHandler(GMChatHandler):

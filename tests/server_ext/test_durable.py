@@ -266,3 +266,45 @@ async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
         assert again == []  # one terminal event, and no second turn
     finally:
         second.stop()
+
+
+CREATE = {
+    "name": "mutate",
+    "id": "call-1",
+    "args": {"mutation": "createPart", "input": {"name": "Spring", "quantity": 4}},
+}
+
+
+async def test_an_approval_names_the_journal_position_it_answers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A durable client confirms with ``expected_sequence`` = the ``confirm_mutation`` frame's
+    id; a stale one fails before anything runs, and the turn continues in the journal."""
+    mutating = Server(
+        tmp_path_factory.mktemp("durable-approval"),
+        [{"tool_calls": [CREATE]}, {"text": "Added Spring."}],
+        chat_settings={"allowed_mutations": ["createPart"], "confirm_mutations": ["createPart"]},
+    )
+    try:
+        conversation = new_conversation(mutating)
+        assert admit(mutating, conversation, "add-spring", "Add Spring").status_code == 202
+        asked = await read_frames(mutating, conversation, after=0, until_terminal=False,
+                                  idle_seconds=3.0)  # fmt: skip
+        position, ask = asked[-1]
+        assert ask["type"] == "confirm_mutation" and ask["id"] == "call-1"
+        confirm = chat(mutating) + "confirm/"
+        answer = {"conversation_id": conversation, "confirmation_id": "call-1", "confirmed": True}
+        stale = await http("POST", confirm, json={**answer, "expected_sequence": position - 1},
+                           headers=AUTH)  # fmt: skip
+        assert stale.status_code == 409 and "stale view" in stale.text
+        bad = await http("POST", confirm, json={**answer, "expected_sequence": "x"}, headers=AUTH)
+        assert bad.status_code == 400
+        done = await http("POST", confirm, json={**answer, "expected_sequence": position},
+                          headers=AUTH)  # fmt: skip
+        assert done.status_code == 200
+        assert done.json()["events"][0]["result"]["status"] == "executed"
+        rest = await read_frames(mutating, conversation, after=position)
+        assert [event["type"] for _, event in rest] == ["tool_result", "text_chunk", "done"]
+        assert {event["turn_id"] for _, event in rest} == {"add-spring"}
+    finally:
+        mutating.stop()
