@@ -20,16 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.events import ChatEvent, ToolResult
+from .core.events import ChatEvent, ToolResult, event_from_dict
 from .core.frames import flatten_row
 from .core.project import Project, connect
 from .core.project.project import QueryOutcome
 from .core.providers.base import BaseLLMProvider
 from .core.providers.registry import create_provider
 from .core.providers.replay import RecordingProvider
+from .core.recovery import OWNER, hold
 from .core.session import Actor, ChatSession, Hooks
+from .core.session.messages import conversation_title
 from .core.settings import ChatConfigurationError, ChatSettings, load_settings
 from .core.store import ChatStore
+from .core.store.turns import input_hash
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -209,25 +212,66 @@ class Chat:
 
     # -- asking ----------------------------------------------------------------------------------
 
-    async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
-        """The events of one turn as they happen."""
+    async def stream(self, text: str, *, turn_id: str | None = None) -> AsyncIterator[ChatEvent]:
+        """The events of one turn as they happen.
+
+        With ``turn_id`` (your idempotency key for this question) the turn is admitted under it
+        first: asking again with the same id and text replays the turn's journaled events and
+        never runs it twice (another text under the same id is a ``ValueError``)."""
         session = await self.session()
         if self._dates is None:
             self._dates = _date_columns(session.project)
         turn = Turn(question=text, date_columns=self._dates)
         self.turns.append(turn)
-        async for event in session.run_turn(text):
+        if turn_id is not None and await self._admitted_before(session, text, turn_id):
+            for payload in session.store.events(str(session.conversation_id), turn_id=turn_id):
+                turn.events.append(payload)
+                yield event_from_dict(payload)
+            return
+        async for event in session.run_turn(text, turn_id=turn_id):
             turn.events.append(event.to_dict())
             if isinstance(event, ToolResult) and event.id in session.outcomes:
                 turn.outcomes.append(session.outcomes[event.id])
                 turn.call_ids.append(event.id)
             yield event
 
-    async def ask(self, text: str) -> Turn:
-        """Run one turn to its end and return it."""
-        async for _ in self.stream(text):
+    async def ask(self, text: str, *, turn_id: str | None = None) -> Turn:
+        """Run one turn to its end and return it (``turn_id``: see :meth:`stream`)."""
+        async for _ in self.stream(text, turn_id=turn_id):
             pass
         return self.turns[-1]
+
+    async def _admitted_before(self, session: ChatSession, text: str, turn_id: str) -> bool:
+        """Admit ``turn_id`` for ``text``; True when it was admitted before (a retry), in which
+        case the session is moved to its conversation."""
+        digest = input_hash(text)
+        earlier = session.store.admitted_turn(self.actor.id, turn_id)
+        if earlier is not None:
+            if earlier.input_hash != digest:
+                raise ValueError(f"turn {turn_id!r} was asked with another question")
+            session.conversation_id = earlier.conversation_id
+            return True
+        if session.conversation_id is None:
+            session.new_conversation(conversation_title(text))
+        session.store.admit_turn(str(session.conversation_id), turn_id, digest, owner=OWNER)
+        hold(str(session.conversation_id), turn_id)  # its session drives it next
+        return False
+
+    async def events(self, after: int = 0) -> list[dict[str, Any]]:
+        """The current conversation's journaled events after position ``after``, each with its
+        position as ``sequence`` and its ``turn_id`` (as the server's events stream sends them):
+        what a second view or a reconnecting client replays."""
+        session = await self.session()
+        if session.conversation_id is None:
+            return []
+        found: list[dict[str, Any]] = []
+        while entries := session.store.journal_after(session.conversation_id, after):
+            found.extend(
+                {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
+                for entry in entries
+            )
+            after = entries[-1].position
+        return found
 
     def ask_sync(self, text: str) -> Turn:
         """:meth:`ask` for scripts (not inside a running event loop: use ``await chat.ask``)."""

@@ -283,8 +283,8 @@ class TerminalChat(Chat):
     read ``→ [1] task_1 query {...}``. ``turns`` keeps the events as the turn reported them.
     """
 
-    async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
-        async for event in super().stream(text):
+    async def stream(self, text: str, *, turn_id: str | None = None) -> AsyncIterator[ChatEvent]:
+        async for event in super().stream(text, turn_id=turn_id):
             yield for_terminal(event)
 
 

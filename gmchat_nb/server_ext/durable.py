@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import re
 from typing import Any
@@ -31,7 +30,7 @@ from tornado.iostream import StreamClosedError
 
 from ..core.recovery import OWNER, hold
 from ..core.session.messages import text_refusal
-from ..core.store.turns import TurnConflict
+from ..core.store.turns import TurnConflict, input_hash
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, optional_string, required_string
 from .sessions import TurnBusy
@@ -50,11 +49,6 @@ def _identifier(payload: dict[str, Any], key: str) -> str:
             400, "bad_event", f"'{key}' must be 1-128 letters, digits or . _ : - characters."
         )
     return value
-
-
-def input_hash(text: str) -> str:
-    """What makes a retried admission the same turn: its text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def frame(position: int, turn_id: str, payload: dict[str, Any]) -> bytes:

@@ -3,6 +3,7 @@ closed once by whoever recovers a turn nobody drives any more."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
@@ -15,7 +16,12 @@ from .journal import insert_events, journal_rows
 from .messages import insert_messages, message_row_of
 from .records import FINAL_CONFIRMATION_STATES, FINAL_TURN_STATES, TURN_STATES, TurnRecord
 
-__all__ = ["Admission", "TurnConflict", "Turns", "set_turn_state"]
+__all__ = ["Admission", "TurnConflict", "Turns", "input_hash", "set_turn_state"]
+
+
+def input_hash(text: str) -> str:
+    """What makes a retried admission the same turn: the SHA-256 of its text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class TurnConflict(ValueError):
