@@ -284,7 +284,9 @@ class TerminalChat(Chat):
     """
 
     async def stream(self, text: str, *, turn_id: str | None = None) -> AsyncIterator[ChatEvent]:
-        async for event in super().stream(text, turn_id=turn_id):
+        # a subclass of this chat may still override stream(text) alone: pass the id only if set
+        events = super().stream(text) if turn_id is None else super().stream(text, turn_id=turn_id)
+        async for event in events:
             yield for_terminal(event)
 
 
