@@ -97,6 +97,34 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self.set_nodelay(True)  # small frames: Nagle + delayed ACK would add ~40 ms per event
         if not self.runtime.allowed(self.current_user, self.request):
             self.close(CLOSE_FORBIDDEN, "Forbidden.")
+            return
+        if self.get_query_argument("after", None) is not None:
+            await self._replay()
+
+    async def _replay(self) -> None:
+        """``?conversation_id=C&after=N``: first the conversation's journaled events after N,
+        each with its position as ``sequence`` and its ``turn_id`` (as the events stream sends
+        them), so a client that reconnects catches up before it asks again."""
+        raw = self.get_query_argument("after", "")
+        conversation_id = self.get_query_argument("conversation_id", None)
+        store = self.runtime.store
+        record = (
+            await self.runtime.on_engine(store.conversation, conversation_id)
+            if conversation_id
+            else None
+        )
+        if record is None or record.actor_id != self._actor.id:
+            return self.send_error_event(
+                "bad_event", "No conversation with that id belongs to you."
+            )
+        if not raw.isdigit():
+            return self.send_error_event("bad_event", "'after' must be a whole number >= 0.")
+        cursor = int(raw)
+        while entries := await self.runtime.on_engine(store.journal_after, record.id, cursor):
+            for entry in entries:
+                frame = {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
+                await self.write_message(json.dumps(frame))
+            cursor = entries[-1].position
 
     # -- incoming ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from .jupyter_process import AUTH
 from .jupyter_process import JupyterServer as Server
@@ -308,3 +309,19 @@ async def test_an_approval_names_the_journal_position_it_answers(
         assert {event["turn_id"] for _, event in rest} == {"add-spring"}
     finally:
         mutating.stop()
+
+
+async def test_a_websocket_replays_the_journal_after_its_cursor(server: Server) -> None:
+    conversation = new_conversation(server)
+    assert admit(server, conversation, f"ws-{uuid.uuid4().hex}").status_code == 202
+    frames = await read_frames(server, conversation, after=0)
+    url = server.ws_url + f"?conversation_id={conversation}&after=2"
+    async with websockets.connect(url, additional_headers=AUTH) as ws:
+        replayed = [json.loads(await asyncio.wait_for(ws.recv(), 5)) for _ in frames[2:]]
+    assert [(e["sequence"], e["type"]) for e in replayed] == [
+        (frame_id, event["type"]) for frame_id, event in frames[2:]
+    ]
+    async with websockets.connect(
+        server.ws_url + "?conversation_id=nope&after=0", additional_headers=AUTH
+    ) as ws:
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "bad_event"
