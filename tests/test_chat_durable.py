@@ -3,12 +3,14 @@ the conversation's journal as a second view or a reconnecting client needs it.""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.core.providers.scripted import ScriptedProvider
+from gmchat_nb.core.store import ChatStore
 
 ROUNDS = [
     {
@@ -44,4 +46,39 @@ async def test_asking_again_under_the_same_turn_id_replays_and_never_reruns(
         assert [e["type"] for e in later] == ["text_chunk", "done"]
         assert later[0]["turn_id"] != "q-1"
     finally:
+        await chat.aclose()
+
+
+async def test_a_cancel_recorded_by_another_process_stops_the_turn_between_steps(
+    tmp_path: Path,
+) -> None:
+    """The cancel command is in the store (another server wrote it): the turn notices it at its
+    next step, ends with one interrupted event, and makes no further provider request."""
+    slow = [
+        {"tool_calls": ROUNDS[0]["tool_calls"], "delay_seconds": 0.5},
+        {"text": "Never said."},
+    ]
+    provider = ScriptedProvider({"rounds": slow})
+    store_path = tmp_path / "chat.sqlite3"
+    chat = Chat(project="demo", provider=provider, store=str(store_path))
+    elsewhere = ChatStore(store_path)
+    try:
+        asking = asyncio.create_task(chat.ask("List two parts", turn_id="q-cancel"))
+        for _ in range(500):  # the other process sees the admission once it is committed
+            turn = elsewhere.admitted_turn(chat.actor.id, "q-cancel")
+            if turn is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert turn is not None
+        assert elsewhere.request_cancel(turn.conversation_id, "q-cancel", "stop-1") == "cancelled"
+        asked = await asyncio.wait_for(asking, 10)
+        assert asked.events[-1]["type"] == "error" and asked.events[-1]["code"] == "interrupted"
+        assert "cancelled (command stop-1)" in asked.events[-1]["message"]
+        assert len(provider.requests) == 1  # the answer round was never requested
+        record = elsewhere.turn(turn.conversation_id, "q-cancel")
+        assert record is not None and record.state == "interrupted"
+        terminal = [e for e in await chat.events() if e["type"] in ("done", "error")]
+        assert len(terminal) == 1
+    finally:
+        elsewhere.close()
         await chat.aclose()

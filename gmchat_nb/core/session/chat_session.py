@@ -19,7 +19,15 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..audit import AuditLog
-from ..events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, error_event
+from ..events import (
+    ChatEvent,
+    ConfirmMutation,
+    Done,
+    Error,
+    TextChunk,
+    error_event,
+    event_from_dict,
+)
 from ..loop import Decision, LoopLimits, ToolLoop, Transport, TurnState
 from ..planned.catalog import load_catalog
 from ..planned.roles import RoleProviders
@@ -43,6 +51,11 @@ from .offer import tools_and_prompt
 __all__ = ["ChatSession"]
 
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
+
+
+class TurnCancelled(Exception):
+    """An admitted turn's explicit cancel, found in the store between two steps (its command
+    id is the message)."""
 
 
 class ChatSession:
@@ -82,6 +95,7 @@ class ChatSession:
         self._busy = False
         self._waiters: dict[str, ConfirmationWaiter] = {}
         self._turn: TurnState | None = None
+        self._admitted = False
         self._untitled = untitled
         self._unsaved: list[dict[str, Any]] = []
         self._journal: list[tuple[int, dict[str, Any]]] = []
@@ -155,6 +169,7 @@ class ChatSession:
             yield refused
             return
         self._busy = True
+        self._admitted = turn_id is not None  # a cancel command may come through the store
         try:
             state = TurnState() if turn_id is None else TurnState(turn_id=turn_id)
             await self.persist(Message("user", text), state)
@@ -258,8 +273,13 @@ class ChatSession:
         self._flush()
 
     def check_rate(self) -> Error | None:
-        """Before each provider round: write what the turn has so far, then check budgets."""
+        """Before each provider round: write what the turn has so far, stop if the turn was
+        cancelled (by any process: the command is in the store), then check budgets."""
         self._flush()
+        if self._admitted and self._turn is not None and self.conversation_id is not None:
+            record = self.store.turn(self.conversation_id, self._turn.turn_id)
+            if record is not None and record.cancel_command is not None:
+                raise TurnCancelled(record.cancel_command)
         decision = self.limiter.check_tokens(self.actor.id)
         if decision.allowed:
             return None
@@ -400,6 +420,13 @@ class ChatSession:
                         self._flush(turn_state="suspended" if suspended else None)
                         ended = suspended
                     yield numbered
+            except TurnCancelled as cancelled:
+                # an explicit cancel, seen between steps: closed like an interrupted turn, and
+                # its terminal event told to whoever reads this stream
+                self._interrupt(state, f"it was cancelled (command {cancelled})")
+                closing = self.store.events(conversation_id, turn_id=state.turn_id)
+                if closing and closing[-1].get("type") == "error":
+                    yield event_from_dict(closing[-1])
             except Exception as error:  # a bug or a failed write: the generic public event
                 if ended:
                     raise  # the turn already ended; this failure is the caller's to see
