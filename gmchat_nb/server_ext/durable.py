@@ -108,7 +108,7 @@ class TurnsHandler(DurableHandler):
                 raise Refused(409, "turn_conflict", TURN_CONFLICT)
             return _admission(earlier.conversation_id, turn_id, earlier.state, earlier)
         try:
-            session = await runtime._open_session(actor, conversation_id)
+            session = await runtime.session(actor, conversation_id)  # on the engine already
         except KeyError:
             raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
         cid = session.conversation_id

@@ -38,6 +38,7 @@ __all__ = [
     "TokenUsage",
     "ToolCallEvent",
     "ToolDefinition",
+    "WrappingProvider",
     "clip",
     "structured_object",
     "structured_text",
@@ -264,6 +265,34 @@ class BaseLLMProvider(ABC):
             f"the structured answer is missing: the model neither called {name!r} nor answered "
             f"with a JSON object, it {clip(calls)}"
         )
+
+
+class WrappingProvider(BaseLLMProvider):
+    """A provider that wraps another (``inner``): its label, timeouts and readiness are the
+    wrapped provider's. Subclasses add what they do around its requests."""
+
+    def __init__(self, inner: BaseLLMProvider) -> None:
+        super().__init__(inner.provider_config)
+        self.inner = inner
+
+    @property
+    def label(self) -> str:
+        """The wrapped provider's label."""
+        return self.inner.label
+
+    @property
+    def timeout_seconds(self) -> float:
+        """The wrapped provider's first-event timeout."""
+        return self.inner.timeout_seconds
+
+    @property
+    def stream_timeout_seconds(self) -> float:
+        """The wrapped provider's between-events timeout."""
+        return self.inner.stream_timeout_seconds
+
+    def check_ready(self) -> None:
+        """The wrapped provider's readiness."""
+        self.inner.check_ready()
 
 
 CLIP = 200

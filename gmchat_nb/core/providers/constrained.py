@@ -38,6 +38,7 @@ from .base import (
     TokenUsage,
     ToolCallEvent,
     ToolDefinition,
+    WrappingProvider,
 )
 
 __all__ = ["ConstrainedProvider", "query_slot_schema"]
@@ -205,7 +206,7 @@ class _Turn:
         return found
 
 
-class ConstrainedProvider(BaseLLMProvider):
+class ConstrainedProvider(WrappingProvider):
     """Drives a read turn in typed steps over ``inner`` (see the module docstring)."""
 
     name: ClassVar[str] = "constrained"
@@ -214,24 +215,12 @@ class ConstrainedProvider(BaseLLMProvider):
     instructions: ClassVar[tuple[str, ...]] = (PICK_PROMPT, FILL_PROMPT, ANSWER_PROMPT)
 
     def __init__(self, inner: BaseLLMProvider) -> None:
-        super().__init__(inner.provider_config)
-        self.inner = inner
+        super().__init__(inner)
         self.model_requests = 0  # requests to the model; the engine's own steps make none
 
     @property
     def label(self) -> str:
         return f"{self.inner.label} (constrained)"
-
-    @property
-    def timeout_seconds(self) -> float:
-        return self.inner.timeout_seconds
-
-    @property
-    def stream_timeout_seconds(self) -> float:
-        return self.inner.stream_timeout_seconds
-
-    def check_ready(self) -> None:
-        self.inner.check_ready()
 
     async def complete_structured(
         self, messages: list[Message], response_schema: Mapping[str, Any], *, name: str = "response"

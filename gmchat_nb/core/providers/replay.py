@@ -36,6 +36,7 @@ from .base import (
     TokenUsage,
     ToolCallEvent,
     ToolDefinition,
+    WrappingProvider,
 )
 
 __all__ = [
@@ -208,7 +209,7 @@ class ReplayProvider(BaseLLMProvider):
         return queue.popleft()
 
 
-class RecordingProvider(BaseLLMProvider):
+class RecordingProvider(WrappingProvider):
     """Wraps any provider and appends each completed response to a cassette file.
 
     A new (or empty) cassette starts with a header naming the wrapped provider's label and
@@ -220,30 +221,10 @@ class RecordingProvider(BaseLLMProvider):
     def __init__(
         self, inner: BaseLLMProvider, path: str | Path, description: str | None = None
     ) -> None:
-        super().__init__(inner.provider_config)
-        self.inner = inner
+        super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.description = description or f"recorded from {inner.label}"
-
-    @property
-    def label(self) -> str:
-        """The wrapped provider's label."""
-        return self.inner.label
-
-    @property
-    def timeout_seconds(self) -> float:
-        """The wrapped provider's first-event timeout."""
-        return self.inner.timeout_seconds
-
-    @property
-    def stream_timeout_seconds(self) -> float:
-        """The wrapped provider's between-events timeout."""
-        return self.inner.stream_timeout_seconds
-
-    def check_ready(self) -> None:
-        """The wrapped provider's readiness."""
-        self.inner.check_ready()
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,6 @@ TOOLS = [
         "query", "Read rows.", {"type": "object", "properties": {"manager": {"type": "string"}}}
     )
 ]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[VendorServer]:
-    async with VendorServer() as running:
-        yield running
 
 
 def provider(server: VendorServer, vendor: str, **config: Any) -> BaseLLMProvider:

@@ -7,38 +7,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.cli import main
-from gmchat_nb.core.providers.base import BaseLLMProvider, Message, ToolDefinition
+from gmchat_nb.core.providers.base import Message, ToolDefinition
 from gmchat_nb.core.providers.doctor import diagnose, format_diagnosis
 from gmchat_nb.core.providers.openai import LOCAL_MAX_TOKENS
 from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
 
 from ...vendor_server import Reply, ToolCallSpec, VendorServer
+from .test_adapters import provider
 
 VENDORS = ["openai", "anthropic", "ollama"]
 QUERY = {"manager": "Project", "filters": {"parts__material__name": "Cobalt"}, "fields": ["name"]}
 PLAN_SCHEMA = {"type": "object", "properties": {"intent": {"type": "string"}}}
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[VendorServer]:
-    async with VendorServer() as running:
-        yield running
-
-
-def provider(server: VendorServer, vendor: str, **config: Any) -> BaseLLMProvider:
-    where = {
-        "openai": {"base_url": server.openai_base_url, "api_key": "test-key"},
-        "anthropic": {"base_url": server.anthropic_base_url, "api_key": "test-key"},
-        "ollama": {"base_url": server.ollama_host},
-    }[vendor]
-    return create_provider(f"{vendor}:test-model", {**where, **config})
 
 
 async def ask(

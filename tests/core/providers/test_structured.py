@@ -50,12 +50,6 @@ PLAN: dict[str, Any] = {
 ASK = [Message("system", "You plan queries."), Message("user", "Which parts?")]
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[VendorServer]:
-    async with VendorServer() as running:
-        yield running
-
-
 # -- the SDK adapters against the vendor server ----------------------------------------------------
 
 
