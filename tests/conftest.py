@@ -112,3 +112,34 @@ def sample_schema() -> GraphQLSchema:
     if not SAMPLE_SCHEMA.is_file():
         pytest.fail(MISSING_SHARED, pytrace=False)
     return build_schema(SAMPLE_SCHEMA.read_text())
+
+
+# -- the chat store's two backends ------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgresql_server() -> Iterator[str]:
+    """A PostgreSQL server's URL for the session (see tests/postgresql.py)."""
+    from tests.postgresql import cluster, wait_until_ready
+
+    with cluster() as url:
+        wait_until_ready(url)
+        yield url
+
+
+@pytest.fixture
+def postgresql_store(postgresql_server: str) -> Iterator[str]:
+    """A ``postgresql://`` store URL with an empty schema of its own."""
+    from tests.postgresql import fresh_schema
+
+    with fresh_schema(postgresql_server) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives, once per backend: a SQLite file, then a PostgreSQL schema. Tests
+    that take it run on both, so the backends keep one behaviour."""
+    if request.param == "sqlite":
+        return str(tmp_path / "chat.sqlite3")
+    return str(request.getfixturevalue("postgresql_store"))

@@ -63,13 +63,13 @@ async def test_model_text_with_a_lone_surrogate_is_stored_and_later_turns_work(
 def _fill_up(store: ChatStore) -> None:
     """Make every further write fail as a full disk would: SQLite's own page limit."""
     with store._lock:
-        pages = store._connection.execute("PRAGMA page_count").fetchone()[0]
-        store._connection.execute(f"PRAGMA max_page_count = {pages}")
+        pages = store._backend._connection.execute("PRAGMA page_count").fetchone()[0]
+        store._backend._connection.execute(f"PRAGMA max_page_count = {pages}")
 
 
 def _make_room(store: ChatStore) -> None:
     with store._lock:
-        store._connection.execute("PRAGMA max_page_count = 1073741823")
+        store._backend._connection.execute("PRAGMA max_page_count = 1073741823")
 
 
 async def test_a_failed_write_ends_the_turn_once_and_never_poisons_the_next(

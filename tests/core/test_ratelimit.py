@@ -1,4 +1,5 @@
-"""RateLimiter over a real in-memory ChatStore with a fake clock (no test sleeps)."""
+"""RateLimiter over a real ChatStore with a fake clock (no test sleeps); the tests taking
+``store`` or ``store_location`` run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -37,8 +37,8 @@ class FakeClock:
 
 
 @pytest.fixture
-def store() -> Iterator[ChatStore]:
-    with ChatStore() as chat_store:
+def store(store_location: str) -> Iterator[ChatStore]:
+    with ChatStore(store_location) as chat_store:
         yield chat_store
 
 
@@ -233,8 +233,8 @@ def test_the_longest_wait_of_several_exhausted_budgets_is_reported(
     assert limiter.check("alice") == RateDecision(False, 30, "tokens")
 
 
-def test_usage_in_a_file_store_outlives_the_limiter(tmp_path: Path, clock: FakeClock) -> None:
-    path = tmp_path / "chat.sqlite3"
+def test_usage_in_a_store_outlives_the_limiter(store_location: str, clock: FakeClock) -> None:
+    path = store_location
     with ChatStore(path) as first:
         RateLimiter(first, requests=1, window_seconds=60, clock=clock).admit_request("alice")
 
@@ -302,7 +302,7 @@ def sqlite_steps(store: ChatStore) -> Iterator[list[int]]:
         steps[0] += 1
         return 0  # go on
 
-    connection = store._connection
+    connection = store._backend._connection  # type: ignore[attr-defined]  # SQLite's
     connection.set_progress_handler(step, 1)
     try:
         yield steps
@@ -479,7 +479,7 @@ def last_request_limiter(store: ChatStore) -> RateLimiter:
     return RateLimiter(store, requests=3, window_seconds=60, clock=lambda: T0)
 
 
-def prepare_race(path: Path, actors: list[str]) -> None:
+def prepare_race(path: str, actors: list[str]) -> None:
     """Two of each actor's three requests used."""
     with ChatStore(path) as store:
         for actor in actors:
@@ -507,7 +507,7 @@ class PausingStore(ChatStore):
     """A store whose usage reads wait (up to a second) for the other racer's: the interleaving
     in which a limiter that reads, decides and then records admits both."""
 
-    def __init__(self, path: Path, barrier: threading.Barrier) -> None:
+    def __init__(self, path: str, barrier: threading.Barrier) -> None:
         super().__init__(path)
         self.barrier = barrier
 
@@ -518,10 +518,10 @@ class PausingStore(ChatStore):
         return rows
 
 
-def test_two_stores_on_one_file_admit_the_last_request_once_even_with_paused_reads(
-    tmp_path: Path,
+def test_two_stores_on_one_store_admit_the_last_request_once_even_with_paused_reads(
+    store_location: str,
 ) -> None:
-    path = tmp_path / "chat.sqlite3"
+    path = store_location
     prepare_race(path, ["alice"])
     barrier = threading.Barrier(2)
     with (
@@ -535,8 +535,8 @@ def test_two_stores_on_one_file_admit_the_last_request_once_even_with_paused_rea
     assert sorted(decision.allowed for decision in decisions) == [False, True]
 
 
-def test_two_stores_on_one_file_racing_admit_the_last_request_once(tmp_path: Path) -> None:
-    path = tmp_path / "chat.sqlite3"
+def test_two_stores_on_one_store_racing_admit_the_last_request_once(store_location: str) -> None:
+    path = store_location
     prepare_race(path, [f"threads-{number}" for number in range(RACE_ROUNDS)])
     barrier = threading.Barrier(2)
     with ThreadPoolExecutor(2) as pool:
@@ -546,8 +546,8 @@ def test_two_stores_on_one_file_racing_admit_the_last_request_once(tmp_path: Pat
     assert [a + b for a, b in zip(first, second, strict=True)] == [1] * RACE_ROUNDS
 
 
-def test_two_processes_racing_admit_the_last_request_once(tmp_path: Path) -> None:
-    path = tmp_path / "chat.sqlite3"
+def test_two_processes_racing_admit_the_last_request_once(store_location: str) -> None:
+    path = store_location
     prepare_race(path, [f"processes-{number}" for number in range(RACE_ROUNDS)])
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(2)

@@ -206,6 +206,15 @@ def test_provider_may_be_an_object() -> None:
 def test_store_accepts_memory_and_paths(tmp_path: Path) -> None:
     assert load_settings(store=":memory:").store == ":memory:"
     assert load_settings(store=tmp_path / "chat.db").store == str(tmp_path / "chat.db")
+    url = "postgresql://chat@db.internal:5432/hub"
+    assert load_settings(store=url).store == url
+
+
+def test_a_store_url_of_another_engine_is_refused_without_showing_its_password() -> None:
+    with pytest.raises(ChatConfigurationError, match="postgresql:// URL") as refused:
+        load_settings(store="mysql://chat:s3cret@db/hub")
+    assert refused.value.key == "store"
+    assert "s3cret" not in str(refused.value) and "chat:***@db" in str(refused.value)
 
 
 # -- GeneralManager aliases and wrappers -----------------------------------------------------

@@ -1,4 +1,5 @@
-"""ChatStore against real SQLite: in memory and in files under tmp_path."""
+"""ChatStore against real SQLite (in memory and in files under tmp_path) and a real PostgreSQL
+server: the tests that take the ``store`` fixture run on both backends."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from gmchat_nb.core.store import (
     ConfirmationRecord,
     StoreVersionError,
 )
+from gmchat_nb.core.store.database import StoreClosedError
 from gmchat_nb.core.store.turns import TurnConflict
 
 T0 = 1_700_000_000.0
@@ -22,8 +24,8 @@ HOUR = 3600.0
 
 
 @pytest.fixture
-def store() -> Iterator[ChatStore]:
-    with ChatStore() as chat_store:
+def store(store_location: str) -> Iterator[ChatStore]:
+    with ChatStore(store_location) as chat_store:
         yield chat_store
 
 
@@ -357,11 +359,10 @@ def test_twenty_threads_racing_for_one_confirmation_have_one_winner(store: ChatS
     assert wins[0].state == "claimed"
 
 
-def test_two_stores_on_one_file_racing_for_a_confirmation_have_one_winner(
-    tmp_path: Path,
+def test_two_stores_on_one_store_racing_for_a_confirmation_have_one_winner(
+    store_location: str,
 ) -> None:
-    path = tmp_path / "chat.sqlite3"
-    with ChatStore(path) as first, ChatStore(path) as second:
+    with ChatStore(store_location) as first, ChatStore(store_location) as second:
         conversation = first.create_conversation("alice")
         first.add_confirmation(confirmation(conversation.id))
         stores = [first, second] * 5
@@ -650,12 +651,12 @@ def test_a_file_from_a_newer_schema_is_refused(tmp_path: Path) -> None:
         ChatStore(path)
 
 
-def test_a_closed_store_refuses_work() -> None:
-    with ChatStore() as chat_store:
+def test_a_closed_store_refuses_work(store_location: str) -> None:
+    with ChatStore(store_location) as chat_store:
         pass
     chat_store.close()  # idempotent
 
-    with pytest.raises(sqlite3.ProgrammingError):
+    with pytest.raises(StoreClosedError, match="closed"):
         chat_store.conversations("alice")
 
 
@@ -746,3 +747,40 @@ def test_an_admission_is_idempotent_and_its_cancel_decided_once(store: ChatStore
     store.admit_turn(conversation, "turn-2", "hash-c")
     store.record_turn(conversation, "turn-2", [], [(1, {"type": "done"})], state="done")
     assert store.request_cancel(conversation, "turn-2", "c3") == "too_late"
+
+
+def test_two_stores_journaling_one_conversation_at_once_keep_positions_gap_free(
+    store_location: str,
+) -> None:
+    # Two connections (on PostgreSQL: what two servers of a hub are) race to journal turns of
+    # one conversation; every event still gets its own position, none skipped or taken twice.
+    with ChatStore(store_location) as first, ChatStore(store_location) as second:
+        conversation = first.create_conversation("alice").id
+        start = threading.Barrier(8)
+
+        def journal(index: int) -> None:
+            writer = (first, second)[index % 2]
+            start.wait()
+            for step in range(1, 11):
+                writer.append_events(conversation, f"turn-{index}", [(step, {"type": "a"})])
+
+        threads = [threading.Thread(target=journal, args=(index,)) for index in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+        entries = second.journal_after(conversation, 0, limit=1000)
+        assert [entry.position for entry in entries] == list(range(1, 81))
+        for index in range(8):
+            steps = [e.payload for e in entries if e.turn_id == f"turn-{index}"]
+            assert len(steps) == 10
+
+
+def test_text_no_engine_can_store_becomes_a_replacement_character(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice\x00bob", "title \ud800").id
+    store.append_message(conversation, "user", "nul \x00 and lone \udfff here")
+    [message] = store.messages(conversation)
+    assert message.content in ("nul \x00 and lone \ufffd here", "nul \ufffd and lone \ufffd here")
+    record = store.conversation(conversation)
+    assert record is not None and record.title == "title \ufffd"

@@ -9,6 +9,7 @@ that says what was given and what is allowed. :func:`check_known` refuses unknow
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
@@ -18,6 +19,7 @@ from typing import Any, cast
 
 from ..project.names import did_you_mean, suggestion_hint
 from ..project.targets import demo_name, describe_targets, is_graphql_url
+from ..text import without_password
 
 __all__ = [
     "HOOK_EVENTS",
@@ -321,14 +323,28 @@ def project(key: str, value: object) -> str:
     raise invalid(key, value, describe_targets())
 
 
+_STORE_FORMS = "null (the default file), ':memory:', a file path or a postgresql:// URL"
+
+
 def store(key: str, value: object) -> str | None:
-    """``None`` (the default file), ``":memory:"`` or a file path, as a string."""
+    """``None`` (the default file), ``":memory:"``, a file path or a ``postgresql://`` URL (which
+    needs psycopg), as a string."""
     if value is None:
         return None
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str) or not value.strip():
-        raise invalid(key, value, "null (the default file), ':memory:' or a file path")
+        raise invalid(key, value, _STORE_FORMS)
+    scheme, separator, _ = value.partition("://")
+    if separator and scheme.isascii() and scheme.replace("+", "").isalnum():
+        if scheme not in ("postgresql", "postgres"):
+            raise invalid(key, without_password(value), _STORE_FORMS)
+        if importlib.util.find_spec("psycopg") is None:
+            raise ChatConfigurationError(
+                f"Chat setting '{key}' is a PostgreSQL URL, which needs psycopg 3: "
+                "pip install 'gmchat_nb[postgresql]'.",
+                key=key,
+            )
     return value
 
 

@@ -1,19 +1,23 @@
-"""SQLite persistence for conversations: messages, summaries, turns, confirmations, the event
-journal and usage counters.
+"""Persistence for conversations: messages, summaries, turns, confirmations, the event journal
+and usage counters, in SQLite (the default: a file, or ``":memory:"``) or PostgreSQL (a
+``postgresql://`` URL several servers share).
 
-One :class:`ChatStore` owns one ``sqlite3`` connection. Every statement runs under a lock, so a
-store can be shared by the kernel's threads and a server's executor; two stores on the same file
-(two processes) are safe too because every write is one ``BEGIN IMMEDIATE`` transaction and the
-one decision that must never be made twice — claiming a mutation confirmation — is a single
-conditional ``UPDATE``. Files use WAL mode so readers never block the writer.
+One :class:`ChatStore` owns one connection. Every statement runs under a lock, so a store can be
+shared by the kernel's threads and a server's executor; two stores on one file or one database
+(two processes, two servers of a hub) are safe too because every write is one transaction under
+the engine's single writer lock (``BEGIN IMMEDIATE``, a PostgreSQL advisory lock) and the one
+decision that must never be made twice — claiming a mutation confirmation — is a single
+conditional ``UPDATE``. Readers never block the writer (WAL mode, PostgreSQL's snapshots).
 
 Unlike GeneralManager's single rolling conversation per user, conversations have ids, and a failed
 turn's dangling messages can be removed (:meth:`ChatStore.delete_messages`).
 
 The package is split by table, one module a job:
 
-- :mod:`.schema` — the tables and the schema version; :mod:`.database` — the connection, its lock
-  and transactions (:class:`~.database.Database`); :mod:`.records` — the values handed out;
+- :mod:`.schema` — the tables and the schema version (:mod:`.postgresql_schema` — the same as
+  PostgreSQL migrations); :mod:`.database` — the connection, its lock and transactions
+  (:class:`~.database.Database`) over :mod:`.sqlite_backend` or :mod:`.postgresql_backend`;
+  :mod:`.records` — the values handed out;
 - :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
   :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table.
 
@@ -62,8 +66,9 @@ __all__ = [
 class ChatStore(
     Conversations, Messages, Turns, EventJournal, Confirmations, UsageCounters, Retention
 ):
-    """Conversations, messages, confirmations, the event journal and usage counters in SQLite.
+    """Conversations, messages, confirmations, the event journal and usage counters.
 
-    ``path`` is a file (its directory is created) or ``":memory:"`` (private to this object).
+    ``path`` is a SQLite file (its directory is created), ``":memory:"`` (private to this
+    object) or a ``postgresql://`` URL (the database's schema is migrated on open).
     All methods are synchronous and thread-safe. Use as a context manager or call :meth:`close`.
     """

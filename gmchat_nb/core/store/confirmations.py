@@ -7,17 +7,16 @@ conditional ``UPDATE``, so two threads, or two processes on one file, never both
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from .conversations import require_conversation
-from .database import Database, time_or_now
+from .database import Database, Row, time_or_now
 from .records import CONFIRMATION_STATES, FINAL_CONFIRMATION_STATES, ConfirmationRecord
 from .turns import set_turn_state
 
 __all__ = ["Confirmations"]
 
 
-def _confirmation(row: sqlite3.Row) -> ConfirmationRecord:
+def _confirmation(row: Row) -> ConfirmationRecord:
     return ConfirmationRecord(
         conversation_id=row["conversation_id"],
         id=row["id"],
@@ -69,9 +68,13 @@ class Confirmations(Database):
                     f"still {current[0]}"
                 )
             connection.execute(
-                "INSERT OR REPLACE INTO confirmations (conversation_id, id, actor_id, mutation, "
-                "input, state, created_at, expires_at, resolved_at, turn_state) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO confirmations (conversation_id, id, actor_id, mutation, input, "
+                "state, created_at, expires_at, resolved_at, turn_state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, id) DO UPDATE "
+                "SET actor_id = excluded.actor_id, mutation = excluded.mutation, "
+                "input = excluded.input, state = excluded.state, created_at = excluded.created_at, "
+                "expires_at = excluded.expires_at, resolved_at = excluded.resolved_at, "
+                "turn_state = excluded.turn_state",
                 values,
             )
 

@@ -3,11 +3,10 @@ summary each one carries."""
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from typing import Final
 
-from .database import Database, Statements, time_or_now
+from .database import Database, Row, Statements, time_or_now
 from .records import ConversationRecord
 
 __all__ = ["Conversations", "require_conversation", "touch"]
@@ -18,7 +17,7 @@ _COLUMNS: Final = (
 )
 
 
-def _conversation(row: sqlite3.Row) -> ConversationRecord:
+def _conversation(row: Row) -> ConversationRecord:
     return ConversationRecord(
         id=row["id"],
         actor_id=row["actor_id"],
@@ -35,8 +34,9 @@ def touch(connection: Statements, conversation_id: str, at: float) -> None:
     """Move the conversation's ``updated_at`` forward to ``at``; an unknown one is a
     ``KeyError``."""
     touched = connection.execute(
-        "UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?",
-        (at, conversation_id),
+        "UPDATE conversations SET updated_at = CASE WHEN updated_at < ? THEN ? "
+        "ELSE updated_at END WHERE id = ?",
+        (at, at, conversation_id),
     )
     if touched.rowcount == 0:
         raise KeyError(conversation_id)

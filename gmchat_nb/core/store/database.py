@@ -1,9 +1,15 @@
-"""SQLite plumbing of the chat store: one connection, its lock, and transactions.
+"""The chat store's plumbing: one connection to SQLite or PostgreSQL, its lock, transactions and
+journal wake-ups.
 
-:class:`Database` owns one ``sqlite3`` connection. Every statement runs under a lock, so a store
-can be shared by the kernel's threads and a server's executor; two stores on the same file (two
-processes) are safe too because every write is one ``BEGIN IMMEDIATE`` transaction. Files use WAL
-mode so readers never block the writer.
+:class:`Database` owns one connection of a backend (:mod:`.sqlite_backend` for a file or
+``":memory:"``, :mod:`.postgresql_backend` for a ``postgresql://`` URL). Every statement runs
+under a lock, so a store can be shared by the kernel's threads and a server's executor. Every write
+is one transaction that holds the backend's single writer lock (SQLite's ``BEGIN IMMEDIATE``, a
+PostgreSQL advisory lock), so the store's read-then-write decisions are written once and hold for
+two processes on one file and for several servers on one PostgreSQL database alike.
+
+Statements are written once, in the SQL both engines accept; the PostgreSQL backend only changes
+the parameter marks.
 """
 
 from __future__ import annotations
@@ -11,21 +17,79 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from ..text import clean_text
-from .schema import apply_schema
 
-__all__ = ["Database", "Statements", "bindable", "time_or_now"]
+__all__ = [
+    "Backend",
+    "Cursor",
+    "Database",
+    "Row",
+    "Statements",
+    "StoreClosedError",
+    "bindable",
+    "is_postgresql_url",
+    "time_or_now",
+]
 
 log = logging.getLogger(__name__)
+
+
+class StoreClosedError(RuntimeError):
+    """The store was closed; open a new one."""
+
+
+class Row(Protocol):
+    """A result row: by column index or by name (``sqlite3.Row`` and the PostgreSQL rows)."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+
+class Cursor(Protocol):
+    """What a statement returns: its rows and how many rows it changed."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """One connection of a storage engine, used under :class:`Database`'s lock only."""
+
+    location: str
+    kind: str
+
+    def execute(self, sql: str, parameters: tuple[Any, ...]) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> Cursor: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction holding the engine's writer lock; rolled back on error."""
+        ...
+
+    def announce(self, conversation_ids: set[str]) -> None:
+        """Inside a write, before it commits: tell other processes the journal grew."""
+        ...
+
+    def listen(self, wake: Callable[[str], None]) -> None:
+        """Call ``wake(conversation_id)`` when another process journals events (idempotent)."""
+        ...
+
+    def close(self) -> None: ...
 
 
 def _jupyter_data_dir() -> Path:
@@ -45,8 +109,13 @@ def time_or_now(value: float | None) -> float:
     return time.time() if value is None else float(value)
 
 
+def is_postgresql_url(location: str) -> bool:
+    """Whether a store location names a PostgreSQL database rather than a SQLite file."""
+    return location.startswith(("postgresql://", "postgres://"))
+
+
 def bindable(parameters: Iterable[Any]) -> tuple[Any, ...]:
-    """Statement parameters SQLite can bind: text with a lone surrogate (which UTF-8 cannot
+    """Statement parameters the engines can bind: text with a lone surrogate (which UTF-8 cannot
     encode, so the whole statement would fail) gets U+FFFD in its place."""
     values = tuple(parameters)
     # Almost every parameter is ASCII (ids, JSON written with ensure_ascii): one cheap pass.
@@ -59,61 +128,51 @@ class Statements:
     """The connection inside one write transaction, binding parameters with :func:`bindable`:
     a model's broken character must never make a turn's whole write fail."""
 
-    __slots__ = ("_connection", "journaled")
+    __slots__ = ("_backend", "journaled")
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
         self.journaled: set[str] = set()  # conversations whose journal this write extended
 
-    def execute(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Cursor:
-        """``sqlite3.Connection.execute`` with bindable parameters."""
-        return self._connection.execute(sql, bindable(parameters))
+    def execute(self, sql: str, parameters: Iterable[Any] = ()) -> Cursor:
+        """Run one statement with bindable parameters."""
+        return self._backend.execute(sql, bindable(parameters))
 
-    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> sqlite3.Cursor:
-        """``sqlite3.Connection.executemany`` with bindable parameters."""
-        return self._connection.executemany(sql, (bindable(row) for row in rows))
+    def executemany(self, sql: str, rows: Iterable[Iterable[Any]]) -> Cursor:
+        """Run one statement per row of bindable parameters."""
+        return self._backend.executemany(sql, (bindable(row) for row in rows))
 
 
-@contextmanager
-def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back when the body raises."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
+def open_backend(location: str) -> Backend:
+    """The backend for a store location: PostgreSQL for a ``postgresql://`` URL, else SQLite."""
+    if is_postgresql_url(location):
+        from .postgresql_backend import PostgresBackend  # psycopg only when it is used
+
+        return PostgresBackend(location)
+    from .sqlite_backend import SqliteBackend
+
+    return SqliteBackend(location)
 
 
 class Database:
-    """One SQLite connection with the chat store's schema, shared safely by threads.
+    """One connection with the chat store's schema, shared safely by threads.
 
-    ``path`` is a file (its directory is created) or ``":memory:"`` (private to this object).
-    Use as a context manager or call :meth:`close`.
+    ``path`` is a SQLite file (its directory is created), ``":memory:"`` (private to this
+    object) or a ``postgresql://`` URL (a database several servers share). Use as a context
+    manager or call :meth:`close`.
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
-        self.path = str(path)
-        in_memory = self.path == ":memory:"
-        if not in_memory:
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            self.path = str(Path(self.path).expanduser())
+        self._backend = open_backend(os.fspath(path))
+        self.path = self._backend.location
         self._lock = threading.Lock()
         self._journal_listeners: list[Callable[[str], None]] = []
-        # Autocommit mode (isolation_level=None): transactions are explicit BEGIN IMMEDIATE, so a
-        # write never starts from a stale snapshot and contending processes wait (timeout) instead
-        # of failing half-way.
-        self._connection = sqlite3.connect(
-            self.path, timeout=10.0, check_same_thread=False, isolation_level=None
-        )
-        self._connection.row_factory = sqlite3.Row
         self._closed = False
-        try:
-            self._prepare(in_memory)
-        except BaseException:
-            self._connection.close()
-            raise
+
+    @property
+    def backend(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self._backend.kind
 
     @staticmethod
     def default_path() -> Path:
@@ -123,25 +182,26 @@ class Database:
             return Path(configured).expanduser()
         return _jupyter_data_dir() / "gmchat_nb" / "chat.sqlite3"
 
-    def _prepare(self, in_memory: bool) -> None:
-        with self._lock:
-            connection = self._connection
-            connection.execute("PRAGMA foreign_keys = ON")
-            if not in_memory:
-                connection.execute("PRAGMA journal_mode = WAL")
-                # WAL + NORMAL loses at most the last commits on power loss, never consistency.
-                connection.execute("PRAGMA synchronous = NORMAL")
-            with _transaction(connection):
-                apply_schema(connection, self.path)
+    def _open(self) -> Backend:
+        if self._closed:
+            raise StoreClosedError(f"the chat store {self.path} is closed")
+        return self._backend
 
     @contextmanager
     def _write(self) -> Iterator[Statements]:
         """One write transaction under the lock; rolled back when the body raises. Once it
         committed, the journal listeners hear of every conversation it journaled events in."""
-        with self._lock, _transaction(self._connection):
-            statements = Statements(self._connection)
-            yield statements
-        for conversation_id in statements.journaled:
+        with self._lock:
+            backend = self._open()
+            with backend.transaction():
+                statements = Statements(backend)
+                yield statements
+                if statements.journaled:
+                    backend.announce(statements.journaled)
+        self._wake(statements.journaled)
+
+    def _wake(self, conversation_ids: Iterable[str]) -> None:
+        for conversation_id in conversation_ids:
             for listener in list(self._journal_listeners):
                 try:
                     listener(conversation_id)
@@ -149,27 +209,33 @@ class Database:
                     log.exception("a journal listener failed")
 
     def on_journal(self, listener: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``listener(conversation_id)`` after every write that journaled events (from the
-        writing thread); returns the function that removes it. Readers use it as a wake-up only:
-        the journal stays the truth."""
+        """Call ``listener(conversation_id)`` after every write that journaled events — this
+        object's (from the writing thread) and, on PostgreSQL, another process's (from a
+        listening thread). Readers use it as a wake-up only: the journal stays the truth.
+        Returns the function that removes it."""
         self._journal_listeners.append(listener)
+        with self._lock:
+            self._open().listen(lambda conversation_id: self._wake((conversation_id,)))
         return lambda: self._journal_listeners.remove(listener)
 
-    def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[sqlite3.Row]:
+    def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[Any]:
         with self._lock:
-            return self._connection.execute(sql, bindable(parameters)).fetchall()
+            return self._open().execute(sql, bindable(parameters)).fetchall()
 
     @property
     def journal_mode(self) -> str:
-        """SQLite's journal mode for this connection (``"wal"`` for files, ``"memory"`` else)."""
+        """SQLite's journal mode for this connection (``"wal"`` for files, ``"memory"`` else);
+        ``"postgresql"`` on PostgreSQL."""
+        if self._backend.kind != "sqlite":
+            return self._backend.kind
         return str(self._read("PRAGMA journal_mode")[0][0]).lower()
 
     def close(self) -> None:
-        """Close the connection (idempotent). Later calls raise ``sqlite3.ProgrammingError``."""
+        """Close the connection (idempotent). Later calls raise :class:`StoreClosedError`."""
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._connection.close()
+                self._backend.close()
 
     def __enter__(self) -> Self:
         return self

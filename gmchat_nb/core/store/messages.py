@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from .conversations import touch
-from .database import Database, Statements, time_or_now
+from .database import Database, Row, Statements, time_or_now
 from .records import StoredMessage
 
 __all__ = ["MessageRow", "Messages", "insert_messages", "message_row_of"]
@@ -81,7 +80,7 @@ def insert_messages(
     connection.executemany(_INSERT, [_values(conversation_id, row, at) for row in rows])
 
 
-def _message(row: sqlite3.Row) -> StoredMessage:
+def _message(row: Row) -> StoredMessage:
     result = row["tool_result"]
     return StoredMessage(
         id=row["id"],
@@ -123,8 +122,11 @@ class Messages(Database):
         at = time_or_now(now)
         with self._write() as connection:
             touch(connection, conversation_id, at)
-            message_id = connection.execute(_INSERT, _values(conversation_id, row, at)).lastrowid
-            assert message_id is not None
+            message_id = int(
+                connection.execute(
+                    _INSERT + " RETURNING id", _values(conversation_id, row, at)
+                ).fetchone()[0]
+            )
         return StoredMessage(
             id=message_id,
             conversation_id=conversation_id,

@@ -4,14 +4,13 @@ closed once by whoever recovers a turn nobody drives any more."""
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .conversations import touch
-from .database import Database, Statements
+from .database import Database, Row, Statements
 from .journal import insert_events, journal_rows
 from .messages import insert_messages, message_row_of
 from .records import FINAL_CONFIRMATION_STATES, FINAL_TURN_STATES, TURN_STATES, TurnRecord
@@ -55,7 +54,7 @@ def set_turn_state(
     )
 
 
-def _turn(row: sqlite3.Row) -> TurnRecord:
+def _turn(row: Row) -> TurnRecord:
     return TurnRecord(
         conversation_id=row["conversation_id"],
         id=row["id"],

@@ -87,9 +87,9 @@ def _add_usage(
         "INSERT INTO usage (actor_id, counter, amount, at) VALUES (?, ?, ?, ?)", rows
     )
     connection.executemany(
-        "UPDATE usage_totals SET total = total + ?3 "
-        "WHERE actor_id = ?1 AND counter = ?2 AND window_start < ?4",
-        rows,
+        "UPDATE usage_totals SET total = total + ? "
+        "WHERE actor_id = ? AND counter = ? AND window_start < ?",
+        [(amount, actor, counter, at) for actor, counter, amount, at in rows],
     )
 
 

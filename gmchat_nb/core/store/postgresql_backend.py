@@ -1,0 +1,197 @@
+"""The chat store on PostgreSQL (``store: postgresql://…``), for hubs: several servers, or the
+single-user servers of a JupyterHub, share conversations, the journal, confirmations and usage.
+
+Behaviour is SQLite's, by the same means:
+
+* Every write transaction first takes one advisory lock (``pg_advisory_xact_lock``), PostgreSQL's
+  counterpart of SQLite's ``BEGIN IMMEDIATE``: writers of all processes run one at a time, so the
+  store's read-then-write decisions (the next journal position, an admission, a cancel command, a
+  rate-limit total) are written once for both engines and cannot interleave. Reads never wait:
+  each is its own snapshot, as in WAL mode.
+* A write that journaled events sends ``pg_notify`` before it commits (PostgreSQL delivers it at
+  commit, never for a rolled-back write). A thread ``LISTEN``\\ ing on its own connection wakes this
+  process's readers when *another* process journals; readers then read the journal, which stays
+  the truth, so a lost notification delays a reader (to its keep-alive) and never loses an event.
+* Text PostgreSQL cannot store (NUL characters) becomes U+FFFD, as lone surrogates do on both.
+
+Statements use SQLite's ``?`` marks; :func:`translate` turns them into psycopg's ``%s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+from ..text import without_password
+from .postgresql_schema import migrate
+
+__all__ = ["PostgresBackend", "PostgresRow", "StoreUnavailableError", "translate"]
+
+log = logging.getLogger(__name__)
+
+WRITER_LOCK = 0x676D636861745F6E  # the advisory lock every write holds ("gmchat_n")
+LISTEN_POLL_SECONDS = 0.5  # how often the listening thread looks whether it should stop
+REPLACEMENT = "\ufffd"
+
+
+class StoreUnavailableError(RuntimeError):
+    """The PostgreSQL store cannot be used: psycopg is missing or the server refused."""
+
+
+@lru_cache(maxsize=1024)
+def translate(sql: str) -> str:
+    """A statement with ``?`` marks as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _storable(parameters: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(
+        value.replace("\x00", REPLACEMENT) if isinstance(value, str) and "\x00" in value else value
+        for value in parameters
+    )
+
+
+class PostgresRow:
+    """A result row readable by index and by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, values: Sequence[Any], names: Mapping[str, int]) -> None:
+        self._values = values
+        self._names = names
+
+    def __getitem__(self, key: int | str, /) -> Any:
+        return self._values[self._names[key] if isinstance(key, str) else key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], PostgresRow]:
+    names = {column.name: index for index, column in enumerate(cursor.description or ())}
+    return lambda values: PostgresRow(values, names)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreUnavailableError(
+            "a postgresql:// store needs psycopg 3: pip install 'gmchat_nb[postgresql]'"
+        ) from None
+    return psycopg
+
+
+class PostgresBackend:
+    """One psycopg connection (autocommit; explicit write transactions) with the chat store's
+    schema migrated, and on demand a thread listening for other processes' journal writes."""
+
+    kind = "postgresql"
+
+    def __init__(self, location: str) -> None:
+        self._psycopg = _psycopg()
+        self._dsn = location
+        self.location = without_password(location)
+        self._token = uuid.uuid4().hex  # tells this connection's notifications from others'
+        self._connection = self._connect()
+        schema = str(self._connection.execute("SELECT current_schema()").fetchone()[0])
+        # one channel per schema: stores in other schemas of the database never wake this one
+        self._channel = "gmchat_journal_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
+        self._wake: Callable[[str], None] | None = None
+        self._listener: threading.Thread | None = None
+        self._listening = threading.Event()
+        self._stop = threading.Event()
+        try:
+            with self.transaction():
+                migrate(self._connection.execute, self.location)
+        except BaseException:
+            self._connection.close()
+            raise
+
+    def _connect(self) -> Any:
+        try:
+            return self._psycopg.connect(self._dsn, autocommit=True, row_factory=_row_factory)
+        except self._psycopg.Error as error:
+            raise StoreUnavailableError(
+                f"cannot open the chat store {self.location}: {str(error).strip()}"
+            ) from None
+
+    def _live(self) -> Any:
+        # A connection the server dropped (a restart, a failover) is replaced on next use; the
+        # statement that found it broken failed, and its write was rolled back.
+        if self._connection.closed:
+            self._connection = self._connect()
+        return self._connection
+
+    def execute(self, sql: str, parameters: tuple[Any, ...]) -> Any:
+        if not parameters:
+            return self._live().execute(sql)
+        return self._live().execute(translate(sql), _storable(parameters))
+
+    def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> Any:
+        cursor = self._live().cursor()
+        cursor.executemany(translate(sql), [_storable(row) for row in rows])
+        return cursor
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """``BEGIN`` and the writer lock … ``COMMIT`` (``ROLLBACK`` when the body raises)."""
+        with self._live().transaction():
+            self._connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+            yield
+
+    def announce(self, conversation_ids: set[str]) -> None:
+        for conversation_id in sorted(conversation_ids):
+            self._connection.execute(
+                "SELECT pg_notify(%s, %s)", (self._channel, f"{self._token}:{conversation_id}")
+            )
+
+    def listen(self, wake: Callable[[str], None]) -> None:
+        """Start the listening thread once; returns when it listens (or after 10 s)."""
+        self._wake = wake
+        if self._listener is None:
+            self._listener = threading.Thread(
+                target=self._listen, name="gmchat-store-listen", daemon=True
+            )
+            self._listener.start()
+            self._listening.wait(10.0)
+
+    def _listen(self) -> None:
+        psycopg = self._psycopg
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._dsn, autocommit=True) as connection:
+                    connection.execute(
+                        psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self._channel))
+                    )
+                    self._listening.set()
+                    while not self._stop.is_set():
+                        for notification in connection.notifies(timeout=LISTEN_POLL_SECONDS):
+                            self._heard(notification.payload)
+            except psycopg.Error as error:
+                log.warning("chat store %s: listening failed (%s); retrying", self.location, error)
+                self._stop.wait(1.0)
+
+    def _heard(self, payload: str) -> None:
+        token, _, conversation_id = payload.partition(":")
+        wake = self._wake
+        if token != self._token and wake is not None:
+            wake(conversation_id)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._listener is not None:
+            self._listener.join(LISTEN_POLL_SECONDS * 4)
+        self._connection.close()

@@ -1,0 +1,129 @@
+"""What only the PostgreSQL store has: migrations, wake-ups between processes, a dropped
+connection, and its errors. Everything else runs on both backends in test_store.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from gmchat_nb.core.store import SCHEMA_VERSION, ChatStore, StoreVersionError
+from gmchat_nb.core.store.postgresql_backend import StoreUnavailableError
+from gmchat_nb.core.text import without_password
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def test_opening_an_empty_schema_migrates_it_once_even_when_two_open_at_once(
+    postgresql_store: str,
+) -> None:
+    opened: list[ChatStore] = []
+    start = threading.Barrier(4)
+
+    def open_store() -> None:
+        start.wait()
+        opened.append(ChatStore(postgresql_store))
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert len(opened) == 4
+        assert {"conversations", "messages", "events", "turns", "confirmations", "usage"} <= (
+            _tables(postgresql_store)
+        )
+        with psycopg.connect(postgresql_store) as connection:
+            versions = connection.execute("SELECT version FROM gmchat_schema").fetchall()
+        assert versions == [(SCHEMA_VERSION,)]
+        conversation = opened[0].create_conversation("alice", "Shared")
+        assert opened[3].conversation(conversation.id) == conversation
+    finally:
+        for store in opened:
+            store.close()
+
+
+def test_a_database_of_a_newer_schema_is_refused_and_left_alone(postgresql_store: str) -> None:
+    ChatStore(postgresql_store).close()
+    with psycopg.connect(postgresql_store, autocommit=True) as connection:
+        connection.execute("INSERT INTO gmchat_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+
+    with pytest.raises(StoreVersionError, match=f"schema version {SCHEMA_VERSION + 1}"):
+        ChatStore(postgresql_store)
+    with psycopg.connect(postgresql_store) as connection:
+        assert connection.execute("SELECT MAX(version) FROM gmchat_schema").fetchone() == (
+            SCHEMA_VERSION + 1,
+        )
+
+
+def test_another_process_s_journal_write_wakes_this_one_s_readers(postgresql_store: str) -> None:
+    # Two store objects hold two connections, as two server processes would.
+    with ChatStore(postgresql_store) as reader, ChatStore(postgresql_store) as writer:
+        conversation = writer.create_conversation("alice").id
+        woken: list[str] = []
+        heard = threading.Event()
+
+        def listener(conversation_id: str) -> None:
+            woken.append(conversation_id)
+            heard.set()
+
+        reader.on_journal(listener)
+        writer.append_event(conversation, "turn-1", 1, {"type": "text_chunk"})
+        assert heard.wait(10), "no wake-up arrived from the other connection"
+        assert woken == [conversation]
+        assert [entry.position for entry in reader.journal_after(conversation, 0)] == [1]
+
+        own: list[str] = []
+        writer.on_journal(own.append)
+        writer.append_event(conversation, "turn-1", 2, {"type": "done"})
+        time.sleep(1.0)  # a notification of its own write would arrive by now
+        assert own == [conversation]  # heard once, from the write itself, not again by NOTIFY
+
+
+def test_a_rolled_back_write_wakes_nobody(postgresql_store: str) -> None:
+    with ChatStore(postgresql_store) as reader, ChatStore(postgresql_store) as writer:
+        conversation = writer.create_conversation("alice").id
+        writer.append_event(conversation, "turn-1", 1, {"type": "a"})
+        woken: list[str] = []
+        reader.on_journal(woken.append)
+        with pytest.raises(ValueError, match="different event"):
+            writer.append_event(conversation, "turn-1", 1, {"type": "changed"})
+        time.sleep(1.0)
+        assert woken == []
+
+
+def test_a_connection_the_server_dropped_is_replaced_on_next_use(postgresql_store: str) -> None:
+    with ChatStore(postgresql_store) as store:
+        conversation = store.create_conversation("alice").id
+        with psycopg.connect(postgresql_store, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database() "
+                "AND application_name = ''"
+            )
+        with pytest.raises(psycopg.OperationalError):
+            store.conversation(conversation)  # the statement that finds it broken fails
+        assert store.conversation(conversation) is not None  # the next one reconnects
+        store.append_message(conversation, "user", "still here")
+        assert [m.content for m in store.messages(conversation)] == ["still here"]
+
+
+def test_a_password_never_appears_in_the_location_or_errors(postgresql_server: str) -> None:
+    assert without_password("postgresql://bob:s3cret@db:5432/chat") == "postgresql://bob:***@db:5432/chat"
+    assert without_password("postgresql://db/chat") == "postgresql://db/chat"
+    unreachable = f"postgresql://bob:{quote('s3cret')}@127.0.0.1:1/chat?connect_timeout=2"
+
+    with pytest.raises(StoreUnavailableError) as refused:
+        ChatStore(unreachable)
+    assert "s3cret" not in str(refused.value)
+    assert "postgresql://bob:***@127.0.0.1:1/chat" in str(refused.value)

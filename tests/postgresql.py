@@ -1,0 +1,106 @@
+"""A throwaway PostgreSQL server for the tests, and a fresh schema per test.
+
+``GMCHAT_TEST_POSTGRES`` names a server to use (a ``postgresql://`` URL whose user may create
+schemas). Otherwise the session starts its own cluster from Debian's ``postgresql`` package
+(``/usr/lib/postgresql/<version>/bin``) in a temporary folder on a free port of 127.0.0.1 and
+stops it at the end; as root it runs the binaries as the ``postgres`` user (the server refuses
+root). Without either the tests fail with the command that installs it: a backend the tests do
+not run is not a backend we ship.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+
+MISSING = (
+    "The PostgreSQL store tests need a PostgreSQL server: install Debian's package "
+    "(apt-get install postgresql, as .ci/run does) or set GMCHAT_TEST_POSTGRES to a "
+    "postgresql:// URL."
+)
+
+
+def _binaries() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _run(command: list[str], as_postgres: bool) -> None:
+    if as_postgres:
+        command = ["su", "postgres", "-s", "/bin/sh", "-c", shlex.join(command)]
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+
+@contextmanager
+def cluster() -> Iterator[str]:
+    """A server's URL: ``GMCHAT_TEST_POSTGRES`` or a throwaway cluster for the block."""
+    configured = os.environ.get("GMCHAT_TEST_POSTGRES")
+    if configured:
+        yield configured
+        return
+    binaries = _binaries()
+    if binaries is None:
+        raise RuntimeError(MISSING)
+    as_postgres = os.geteuid() == 0
+    folder = Path(tempfile.mkdtemp(prefix="gmchat-pg-"))
+    if as_postgres:
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", _free_port()
+    _run([str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], as_postgres)
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    pg_ctl = str(binaries / "pg_ctl")
+    _run(
+        [pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"],
+        as_postgres,
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        _run([pg_ctl, "-D", str(data), "-m", "fast", "stop"], as_postgres)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def wait_until_ready(url: str, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@contextmanager
+def fresh_schema(url: str) -> Iterator[str]:
+    """A store URL whose tables live in a new, empty schema (dropped afterwards): tests share
+    the server, never each other's rows."""
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f"DROP SCHEMA {schema} CASCADE")
