@@ -119,7 +119,10 @@ def test_a_connection_the_server_dropped_is_replaced_on_next_use(postgresql_stor
 
 
 def test_a_password_never_appears_in_the_location_or_errors(postgresql_server: str) -> None:
-    assert without_password("postgresql://bob:s3cret@db:5432/chat") == "postgresql://bob:***@db:5432/chat"
+    assert (
+        without_password("postgresql://bob:s3cret@db:5432/chat")
+        == "postgresql://bob:***@db:5432/chat"
+    )
     assert without_password("postgresql://db/chat") == "postgresql://db/chat"
     unreachable = f"postgresql://bob:{quote('s3cret')}@127.0.0.1:1/chat?connect_timeout=2"
 
