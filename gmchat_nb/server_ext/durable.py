@@ -30,6 +30,7 @@ from tornado.iostream import StreamClosedError
 
 from ..core.recovery import OWNER, hold
 from ..core.session.messages import text_refusal
+from ..core.store.records import FINAL_TURN_STATES
 from ..core.store.turns import TurnConflict, input_hash
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, optional_string, required_string
@@ -263,6 +264,11 @@ class CancelHandler(DurableHandler):
             # it stops at its next step; past the wait the journal will say so
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(run.finished(), CANCEL_WAIT_SECONDS)
+        elif result == "cancelled":
+            # Another server sharing the store runs it: it hears the command and journals the
+            # turn's end, which wakes this reader.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended(conversation_id, turn_id), CANCEL_WAIT_SECONDS)
         turn = await self.runtime.on_engine(store.turn, conversation_id, turn_id)
         latest = await self.runtime.on_engine(store.last_position, conversation_id)
         self.answer(
@@ -274,3 +280,19 @@ class CancelHandler(DurableHandler):
                 "sequence": latest,
             },
         )
+
+    async def _ended(self, conversation_id: str, turn_id: str) -> None:
+        """Return once the turn is in a final state in the store (woken by journal writes)."""
+        woken = self.runtime.watch(conversation_id)
+        try:
+            while True:
+                woken.clear()
+                turn = await self.runtime.on_engine(
+                    self.runtime.store.turn, conversation_id, turn_id
+                )
+                if turn is None or turn.state in FINAL_TURN_STATES:
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), 1.0)
+        finally:
+            self.runtime.unwatch(conversation_id, woken)

@@ -92,6 +92,7 @@ class ChatRuntime:
         self._watchers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
         self._watchers_lock = threading.Lock()
         self.store.on_journal(self._journaled)
+        self.store.on_cancel(self._cancel_requested)
         try:
             recover(self.store, now=time.time())
         except Exception:  # a store that cannot be recovered still serves new turns
@@ -225,6 +226,13 @@ class ChatRuntime:
         for loop, woken in watchers:
             with contextlib.suppress(RuntimeError):  # that reader's loop has closed
                 loop.call_soon_threadsafe(woken.set)
+
+    def _cancel_requested(self, conversation_id: str, turn_id: str) -> None:
+        # A cancel command recorded by any server sharing the store (this one included): the
+        # process running the turn stops it now, as a cancel on its own route would.
+        run = self.running_turn(conversation_id)
+        if run is not None and run.turn_id == turn_id:
+            run.cancel()
 
     # -- running turns -----------------------------------------------------------------------
 

@@ -784,3 +784,13 @@ def test_text_no_engine_can_store_becomes_a_replacement_character(store: ChatSto
     assert message.content in ("nul \x00 and lone \ufffd here", "nul \ufffd and lone \ufffd here")
     record = store.conversation(conversation)
     assert record is not None and record.title == "title \ufffd"
+
+
+def test_a_recorded_cancel_command_is_heard_once_and_only_when_recorded(store: ChatStore) -> None:
+    conversation = store.create_conversation("alice").id
+    store.admit_turn(conversation, "turn-1", "hash")
+    heard: list[tuple[str, str]] = []
+    store.on_cancel(lambda conversation_id, turn_id: heard.append((conversation_id, turn_id)))
+    assert store.request_cancel(conversation, "turn-1", "c1") == "cancelled"
+    assert store.request_cancel(conversation, "turn-1", "c1") == "duplicate"  # nothing new
+    assert heard == [(conversation, "turn-1")]

@@ -90,6 +90,38 @@ def test_another_process_s_journal_write_wakes_this_one_s_readers(postgresql_sto
         assert own == [conversation]  # heard once, from the write itself, not again by NOTIFY
 
 
+def test_a_cancel_recorded_by_another_process_reaches_this_one(postgresql_store: str) -> None:
+    with ChatStore(postgresql_store) as runner, ChatStore(postgresql_store) as other:
+        conversation = runner.create_conversation("alice").id
+        runner.admit_turn(conversation, "turn-1", "hash")
+        heard: list[tuple[str, str]] = []
+        arrived = threading.Event()
+
+        def listener(conversation_id: str, turn_id: str) -> None:
+            heard.append((conversation_id, turn_id))
+            arrived.set()
+
+        runner.on_cancel(listener)
+        assert other.request_cancel(conversation, "turn-1", "c1") == "cancelled"
+        assert arrived.wait(10), "the cancel command was not heard by the other connection"
+        assert heard == [(conversation, "turn-1")]
+
+
+def test_notifications_of_other_programs_on_the_channel_are_ignored(postgresql_store: str) -> None:
+    with ChatStore(postgresql_store) as store, ChatStore(postgresql_store) as writer:
+        conversation = store.create_conversation("alice").id
+        woken: list[str] = []
+        heard = threading.Event()
+        store.on_journal(lambda conversation_id: (woken.append(conversation_id), heard.set()))
+        channel = store._backend._channel  # type: ignore[attr-defined]
+        with psycopg.connect(postgresql_store, autocommit=True) as stranger:
+            for payload in ("hello", "[1, 2]", "42", '["x", "journal", "c"]', "null"):
+                stranger.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+        writer.append_event(conversation, "turn-1", 1, {"type": "a"})
+        assert heard.wait(10), "the listening thread stopped at a stranger's notification"
+        assert woken == [conversation]
+
+
 def test_a_rolled_back_write_wakes_nobody(postgresql_store: str) -> None:
     with ChatStore(postgresql_store) as reader, ChatStore(postgresql_store) as writer:
         conversation = writer.create_conversation("alice").id

@@ -36,6 +36,7 @@ class JupyterServer:
         script = tmp / "rounds.yaml"
         script.write_text(yaml.safe_dump(rounds))
         self.store_path = tmp / "chat.sqlite3"
+        self.store = str(gmchat.get("store", self.store_path))
         config = {
             "ServerApp": {"jpserver_extensions": {"gmchat_nb.server_ext": True}},
             "GMChat": {

@@ -1,6 +1,7 @@
 """Durable turns against a real `jupyter server`, with httpx as the client: admission under the
 client's turn id, the conversation's journal replayed after a cursor and followed live, 409 and
-410 cursors, and explicit cancel."""
+410 cursors, and explicit cancel. Every test runs on both stores (a SQLite file, a PostgreSQL
+schema); two servers sharing one PostgreSQL store serve one user's conversation."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ import asyncio
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 import websockets
+
+from tests.postgresql import fresh_schema
 
 from .jupyter_process import AUTH
 from .jupyter_process import JupyterServer as Server
@@ -25,11 +31,38 @@ ROUNDS = [
 ] * 10
 
 
+StoreFor = Callable[[Path], str]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_for(request: pytest.FixtureRequest) -> Iterator[StoreFor]:
+    """Makes a store location of this run's backend for a server home: a SQLite file in it, or
+    a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield lambda home: str(home / "chat.sqlite3")
+        return
+    postgresql = request.getfixturevalue("postgresql_server")
+    with ExitStack() as schemas:
+        yield lambda _home: schemas.enter_context(fresh_schema(postgresql))
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = Server(tmp_path_factory.mktemp("durable"), ROUNDS, keepalive_seconds=0.3)
+def server(tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("durable")
+    running = Server(home, ROUNDS, keepalive_seconds=0.3, store=store_for(home))
     yield running
     running.stop()
+
+
+def prune_events(store: str, conversation_id: str, through: int) -> None:
+    """What retention does to a journal's start, straight in the store's database."""
+    sql = "DELETE FROM events WHERE conversation_id = ? AND position <= ?"
+    if store.startswith("postgresql://"):
+        with psycopg.connect(store, autocommit=True) as raw:
+            raw.execute(sql.replace("?", "%s"), (conversation_id, through))
+        return
+    with sqlite3.connect(store) as raw:
+        raw.execute(sql, (conversation_id, through))
 
 
 def chat(server: Server) -> str:
@@ -167,10 +200,7 @@ async def test_cursors_ahead_pruned_or_malformed_are_refused(server: Server) -> 
     for bad in ("-1", "x", "1.5"):
         refused = await http("GET", url, headers={**AUTH, "Last-Event-ID": bad})
         assert refused.status_code == 400 and refused.json()["error"] == "bad_event"
-    with sqlite3.connect(server.store_path) as raw:  # retention pruned the first two events
-        raw.execute(
-            "DELETE FROM events WHERE conversation_id = ? AND position <= 2", (conversation,)
-        )
+    prune_events(server.store, conversation, 2)  # retention pruned the first two events
     gone = await http("GET", url, params={"after": "1"}, headers=AUTH)
     assert gone.status_code == 410
     assert gone.json() == {
@@ -244,10 +274,11 @@ def test_bad_admissions_name_what_is_wrong(server: Server) -> None:
 
 
 async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor
 ) -> None:
     home = tmp_path_factory.mktemp("durable-kill")
-    first = Server(home, ROUNDS)
+    store = store_for(home)
+    first = Server(home, ROUNDS, store=store)
     try:
         conversation = new_conversation(first)
         assert admit(first, conversation, "killed-turn").status_code == 202
@@ -256,7 +287,7 @@ async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
         first.kill()  # in its pause before the answer
     finally:
         first.stop()
-    second = Server(home, ROUNDS)
+    second = Server(home, ROUNDS, store=store)
     try:
         rest = await read_frames(second, conversation, after=early[-1][0])
         assert [event["type"] for _, event in rest] == ["error"]
@@ -277,13 +308,15 @@ CREATE = {
 
 
 async def test_an_approval_names_the_journal_position_it_answers(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor
 ) -> None:
     """A durable client confirms with ``expected_sequence`` = the ``confirm_mutation`` frame's
     id; a stale one fails before anything runs, and the turn continues in the journal."""
+    home = tmp_path_factory.mktemp("durable-approval")
     mutating = Server(
-        tmp_path_factory.mktemp("durable-approval"),
+        home,
         [{"tool_calls": [CREATE]}, {"text": "Added Spring."}],
+        store=store_for(home),
         chat_settings={"allowed_mutations": ["createPart"], "confirm_mutations": ["createPart"]},
     )
     try:
@@ -325,3 +358,51 @@ async def test_a_websocket_replays_the_journal_after_its_cursor(server: Server) 
         server.ws_url + "?conversation_id=nope&after=0", additional_headers=AUTH
     ) as ws:
         assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "bad_event"
+
+
+async def test_two_servers_on_one_postgresql_store_serve_one_user_s_conversation(
+    tmp_path_factory: pytest.TempPathFactory, postgresql_store: str
+) -> None:
+    """A hub's two servers (same user, one PostgreSQL store): a turn admitted on one is read on
+    the other, woken by NOTIFY (its keep-alive is too long to find the events by polling), a
+    retry on the other is the same turn, and a cancel on one stops a turn the other runs."""
+    servers = [
+        Server(
+            tmp_path_factory.mktemp(f"hub-{name}"),
+            ROUNDS,
+            store=postgresql_store,
+            keepalive_seconds=keepalive,
+        )
+        for name, keepalive in (("a", 0.3), ("b", 60.0))
+    ]
+    first, second = servers
+    try:
+        conversation = new_conversation(first)
+        listed = (await http("GET", chat(second) + "conversations/", headers=AUTH)).json()
+        assert conversation in [item["id"] for item in listed["conversations"]]
+        admitted = admit(first, conversation, "hub-turn")
+        assert admitted.status_code == 202
+        frames = await read_frames(second, conversation, after=0, idle_seconds=10.0)
+        assert [event["type"] for _, event in frames] == [
+            "tool_call", "tool_result", "text_chunk", "text_chunk", "text_chunk", "done",
+        ]  # fmt: skip
+        assert [frame_id for frame_id, _ in frames] == list(range(1, 7))
+        retried = admit(second, conversation, "hub-turn")  # the client's retry hit the other
+        assert retried.status_code == 202 and retried.json()["state"] == "done"
+        assert await read_frames(first, conversation, after=6, idle_seconds=1.0) == []
+
+        assert admit(second, conversation, "hub-cancelled").status_code == 202
+        early = await read_frames(first, conversation, after=6, stop_after=2)
+        assert [event["type"] for _, event in early] == ["tool_call", "tool_result"]
+        url = chat(first) + f"conversations/{conversation}/turns/hub-cancelled/cancel"
+        cancelled = await http("POST", url, json={"command_id": "c1"}, headers=AUTH)
+        assert cancelled.status_code == 200 and cancelled.json()["result"] == "cancelled"
+        assert cancelled.json()["state"] == "interrupted"  # it waited for the other to stop it
+        rest = await read_frames(second, conversation, after=8)
+        assert [(event["type"], event.get("code")) for _, event in rest] == [
+            ("error", "interrupted")
+        ]
+        assert rest[0][0] == 9 and rest[0][1]["turn_id"] == "hub-cancelled"
+    finally:
+        for server in servers:
+            server.stop()

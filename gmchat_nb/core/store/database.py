@@ -32,6 +32,7 @@ __all__ = [
     "Cursor",
     "Database",
     "Row",
+    "Signal",
     "Statements",
     "StoreClosedError",
     "bindable",
@@ -44,6 +45,11 @@ log = logging.getLogger(__name__)
 
 class StoreClosedError(RuntimeError):
     """The store was closed; open a new one."""
+
+
+Signal = tuple[str, str, str]
+"""What a committed write tells readers: ``("journal", conversation_id, "")`` (events were
+journaled) or ``("cancel", conversation_id, turn_id)`` (a cancel command was recorded)."""
 
 
 class Row(Protocol):
@@ -81,12 +87,12 @@ class Backend(Protocol):
         """One write transaction holding the engine's writer lock; rolled back on error."""
         ...
 
-    def announce(self, conversation_ids: set[str]) -> None:
-        """Inside a write, before it commits: tell other processes the journal grew."""
+    def announce(self, signals: list[Signal]) -> None:
+        """Inside a write, before it commits: tell other processes what it did."""
         ...
 
-    def listen(self, wake: Callable[[str], None]) -> None:
-        """Call ``wake(conversation_id)`` when another process journals events (idempotent)."""
+    def listen(self, hear: Callable[[Signal], None]) -> None:
+        """Call ``hear(signal)`` for each signal another process's write sends (idempotent)."""
         ...
 
     def close(self) -> None: ...
@@ -128,11 +134,17 @@ class Statements:
     """The connection inside one write transaction, binding parameters with :func:`bindable`:
     a model's broken character must never make a turn's whole write fail."""
 
-    __slots__ = ("_backend", "journaled")
+    __slots__ = ("_backend", "cancelled", "journaled")
 
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.journaled: set[str] = set()  # conversations whose journal this write extended
+        self.cancelled: set[tuple[str, str]] = set()  # (conversation, turn) cancel commands
+
+    def signals(self) -> list[Signal]:
+        """What this write tells readers once it commits."""
+        journal = [("journal", conversation_id, "") for conversation_id in sorted(self.journaled)]
+        return journal + [("cancel", *turn) for turn in sorted(self.cancelled)]
 
     def execute(self, sql: str, parameters: Iterable[Any] = ()) -> Cursor:
         """Run one statement with bindable parameters."""
@@ -166,7 +178,7 @@ class Database:
         self._backend = open_backend(os.fspath(path))
         self.path = self._backend.location
         self._lock = threading.Lock()
-        self._journal_listeners: list[Callable[[str], None]] = []
+        self._listeners: dict[str, list[Callable[[str, str], None]]] = {}  # by signal kind
         self._closed = False
 
     @property
@@ -196,27 +208,38 @@ class Database:
             with backend.transaction():
                 statements = Statements(backend)
                 yield statements
-                if statements.journaled:
-                    backend.announce(statements.journaled)
-        self._wake(statements.journaled)
+                signals = statements.signals()
+                if signals:
+                    backend.announce(signals)
+        for signal in signals:
+            self._hear(signal)
 
-    def _wake(self, conversation_ids: Iterable[str]) -> None:
-        for conversation_id in conversation_ids:
-            for listener in list(self._journal_listeners):
-                try:
-                    listener(conversation_id)
-                except Exception:  # a listener only wakes readers: it must not fail a write
-                    log.exception("a journal listener failed")
+    def _hear(self, signal: Signal) -> None:
+        kind, conversation_id, turn_id = signal
+        for listener in list(self._listeners.get(kind, ())):
+            try:
+                listener(conversation_id, turn_id)
+            except Exception:  # a listener only wakes readers: it must not fail a write
+                log.exception("a chat store listener failed")
+
+    def _listen(self, kind: str, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        self._listeners.setdefault(kind, []).append(listener)
+        with self._lock:
+            self._open().listen(self._hear)
+        return lambda: self._listeners[kind].remove(listener)
 
     def on_journal(self, listener: Callable[[str], None]) -> Callable[[], None]:
         """Call ``listener(conversation_id)`` after every write that journaled events — this
         object's (from the writing thread) and, on PostgreSQL, another process's (from a
         listening thread). Readers use it as a wake-up only: the journal stays the truth.
         Returns the function that removes it."""
-        self._journal_listeners.append(listener)
-        with self._lock:
-            self._open().listen(lambda conversation_id: self._wake((conversation_id,)))
-        return lambda: self._journal_listeners.remove(listener)
+        return self._listen("journal", lambda conversation_id, _turn: listener(conversation_id))
+
+    def on_cancel(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call ``listener(conversation_id, turn_id)`` after a cancel command was recorded (as
+        :meth:`on_journal`: this object's writes and, on PostgreSQL, other processes'), so the
+        process running that turn can stop it now rather than at its next step."""
+        return self._listen("cancel", listener)
 
     def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[Any]:
         with self._lock:

@@ -8,10 +8,11 @@ Behaviour is SQLite's, by the same means:
   store's read-then-write decisions (the next journal position, an admission, a cancel command, a
   rate-limit total) are written once for both engines and cannot interleave. Reads never wait:
   each is its own snapshot, as in WAL mode.
-* A write that journaled events sends ``pg_notify`` before it commits (PostgreSQL delivers it at
-  commit, never for a rolled-back write). A thread ``LISTEN``\\ ing on its own connection wakes this
-  process's readers when *another* process journals; readers then read the journal, which stays
-  the truth, so a lost notification delays a reader (to its keep-alive) and never loses an event.
+* A write that journaled events or recorded a cancel command sends ``pg_notify`` before it
+  commits (PostgreSQL delivers it at commit, never for a rolled-back write). A thread
+  ``LISTEN``\\ ing on its own connection tells this process when *another* process wrote: its
+  readers wake and read the journal, which stays the truth (a lost notification delays a reader
+  to its keep-alive and never loses an event), and the turn a cancel names stops now.
 * Text PostgreSQL cannot store (NUL characters) becomes U+FFFD, as lone surrogates do on both.
 
 Statements use SQLite's ``?`` marks; :func:`translate` turns them into psycopg's ``%s``.
@@ -20,6 +21,7 @@ Statements use SQLite's ``?`` marks; :func:`translate` turns them into psycopg's
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import uuid
@@ -29,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..text import without_password
+from .database import Signal
 from .postgresql_schema import migrate
 
 __all__ = ["PostgresBackend", "PostgresRow", "StoreUnavailableError", "translate"]
@@ -109,7 +112,7 @@ class PostgresBackend:
         schema = str(self._connection.execute("SELECT current_schema()").fetchone()[0])
         # one channel per schema: stores in other schemas of the database never wake this one
         self._channel = "gmchat_journal_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
-        self._wake: Callable[[str], None] | None = None
+        self._hear: Callable[[Signal], None] | None = None
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._stop = threading.Event()
@@ -152,15 +155,14 @@ class PostgresBackend:
             self._connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
             yield
 
-    def announce(self, conversation_ids: set[str]) -> None:
-        for conversation_id in sorted(conversation_ids):
-            self._connection.execute(
-                "SELECT pg_notify(%s, %s)", (self._channel, f"{self._token}:{conversation_id}")
-            )
+    def announce(self, signals: list[Signal]) -> None:
+        for signal in signals:
+            payload = json.dumps([self._token, *signal])
+            self._connection.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
 
-    def listen(self, wake: Callable[[str], None]) -> None:
+    def listen(self, hear: Callable[[Signal], None]) -> None:
         """Start the listening thread once; returns when it listens (or after 10 s)."""
-        self._wake = wake
+        self._hear = hear
         if self._listener is None:
             self._listener = threading.Thread(
                 target=self._listen, name="gmchat-store-listen", daemon=True
@@ -185,10 +187,16 @@ class PostgresBackend:
                 self._stop.wait(1.0)
 
     def _heard(self, payload: str) -> None:
-        token, _, conversation_id = payload.partition(":")
-        wake = self._wake
-        if token != self._token and wake is not None:
-            wake(conversation_id)
+        try:
+            token, kind, conversation_id, turn_id = json.loads(payload)
+        except (
+            ValueError,
+            TypeError,
+        ):  # another program's notification on our channel: not ours to read
+            return
+        hear = self._hear
+        if token != self._token and hear is not None:
+            hear((str(kind), str(conversation_id), str(turn_id)))
 
     def close(self) -> None:
         self._stop.set()

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .database import Signal
 from .schema import apply_schema
 
 __all__ = ["SqliteBackend"]
@@ -65,11 +66,11 @@ class SqliteBackend:
             raise
         self._connection.execute("COMMIT")
 
-    def announce(self, conversation_ids: set[str]) -> None:
+    def announce(self, signals: list[Signal]) -> None:
         """Nothing: a SQLite file has no notifications (readers of another process find new
-        events when their keep-alive interval ends)."""
+        events when their keep-alive interval ends, a turn its cancel at its next step)."""
 
-    def listen(self, wake: Callable[[str], None]) -> None:
+    def listen(self, hear: Callable[[Signal], None]) -> None:
         """Nothing: see :meth:`announce`."""
 
     def close(self) -> None:

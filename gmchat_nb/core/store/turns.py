@@ -163,6 +163,7 @@ class Turns(Database):
                 "UPDATE turns SET cancel_command = ? WHERE conversation_id = ? AND id = ?",
                 (command_id, conversation_id, turn_id),
             )
+            connection.cancelled.add((conversation_id, turn_id))
         return "cancelled"
 
     def turn(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
