@@ -1,33 +1,44 @@
-"""Benchmark of durable turns against a real `jupyter server` (bench/server.py's set-up).
+"""Benchmark of durable turns against a real `jupyter server` (bench/server.py's set-up), on a
+SQLite file and on a PostgreSQL database.
 
 Run from the repository root::
 
-    .venv/bin/python bench/durable.py            # ~1 minute
+    .venv/bin/python bench/durable.py            # ~2 minutes (also: bench/server.py --durable)
     .venv/bin/python bench/durable.py --quick    # a smoke run
 
-Measured in one run, each against today's path:
+PostgreSQL is ``GMCHAT_BENCH_POSTGRES`` (a ``postgresql://`` URL; a fresh schema is used) or a
+throwaway cluster started from Debian's ``postgresql`` package, as the tests do (but with
+fsync on, as a deployment has it). Measured on each
+store in one run, each against today's path on the same server:
 
 1. **Admission latency**: ``POST turns/`` (202 once the turn is stored and started, before any
    provider work) against ``POST {url}`` for the same turn (the answer at the end), the
    "small" workload of ``bench/turn.py`` with a zero-latency scripted provider, each in a new
    conversation; medians of ``--runs``.
-2. **A 1,000-event turn** (one answer streamed in 1,000 chunks): time to the last event through
+2. **Turns per second with 20 clients**: each turn in a new conversation, through ``POST {url}``
+   (today) and durably (``POST turns/``, then ``GET conversations/{id}/events`` after the
+   admission's sequence until ``done``); the raw keep-alive client of bench/rawhttp.py; medians
+   of ``--rounds`` rounds.
+3. **A 1,000-event turn** (one answer streamed in 1,000 chunks): time to the last event through
    ``POST stream/`` (live, today's path); admitted and followed through ``GET
    conversations/{id}/events`` (live from the journal); and replayed from the journal after the
-   turn ended (``?after=0``). The client is httpx in every case; medians of ``--runs``.
+   turn ended (``?after=0``). The client is httpx in every case; medians of 5.
 
-Turns per second with 20 clients on SQLite and on PostgreSQL belong to the shared store, which
-is not built yet (issue 15). Nothing is asserted; the machine's load is printed.
+Nothing is asserted; the machine's load is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +46,14 @@ import httpx
 import yaml
 from machine import describe, load  # bench/ is on sys.path when run
 from rawhttp import Connection
-from server import AUTH, CHAT, jupyter_server, new_conversation, post_turn
+from server import AUTH, CHAT, CLIENTS, jupyter_server, new_conversation, post_turn
+from server import turns_per_second as throughput
 from turn import QUESTION
 
 CHUNKS = 1000
+DONE = b'"type": "done"'
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.postgresql
 
 
 async def admit(conn: Connection) -> float:
@@ -52,6 +67,28 @@ async def admit(conn: Connection) -> float:
     elapsed = time.perf_counter() - start
     assert response.status == 202, response.body[:300]
     return elapsed
+
+
+async def durable_turn(conn: Connection, port: int) -> None:
+    """One turn as a durable client runs it: admit, then follow the journal to its end."""
+    body = {
+        "text": QUESTION,
+        "turn_id": uuid.uuid4().hex,
+        "conversation_id": await new_conversation(conn),
+    }
+    admitted = await conn.request("POST", CHAT + "turns/", body)
+    assert admitted.status == 202, admitted.body[:300]
+    path = CHAT + f"conversations/{body['conversation_id']}/events"
+    async with Connection("127.0.0.1", port, AUTH) as stream:
+        await stream.follow(f"{path}?after={admitted.json()['sequence']}", DONE)
+
+
+async def throughputs(port: int, turns: int, rounds: int) -> dict[str, float]:
+    post, durable = [], []
+    for _ in range(rounds):
+        post.append(await throughput(port, turns))
+        durable.append(await throughput(port, turns, turn=durable_turn))
+    return {"post_rate": statistics.median(post), "durable_rate": statistics.median(durable)}
 
 
 async def admission(port: int, runs: int) -> dict[str, float]:
@@ -115,44 +152,82 @@ async def big_turn(port: int, runs: int) -> dict[str, float]:
     }
 
 
+Store = tuple[str, str | None, str | None]  # name, the small turns' store, the big turn's
+
+
+@contextmanager
+def stores() -> Iterator[list[Store]]:
+    """Each store: fresh SQLite files (None: each server's own), then fresh PostgreSQL schemas."""
+    from tests.postgresql import cluster, fresh_schema, wait_until_ready
+
+    configured = os.environ.get("GMCHAT_BENCH_POSTGRES")
+    with nullcontext(configured) if configured else cluster(fsync=True) as server:
+        wait_until_ready(server)
+        with fresh_schema(server) as small, fresh_schema(server) as big:
+            yield [("SQLite", None, None), ("PostgreSQL", small, big)]
+
+
+def measure(store: str | None, big_store: str | None, runs: int, rounds: int, turns: int,
+            big_runs: int) -> dict[str, Any]:  # fmt: skip
+    with jupyter_server(store=store) as (_, port):
+        latencies = asyncio.run(admission(port, runs))
+        rates = asyncio.run(throughputs(port, turns, rounds))
+    with tempfile.TemporaryDirectory() as directory:
+        script = Path(directory) / "big.yaml"
+        script_rounds: list[dict[str, Any]] = [{"chunks": [f"w{i} " for i in range(CHUNKS)]}]
+        script.write_text(yaml.safe_dump(script_rounds * (2 * big_runs + 2)))
+        with jupyter_server(provider=f"scripted:{script}", store=big_store) as (_, port):
+            big = asyncio.run(big_turn(port, big_runs))
+    return {**latencies, **rates, **{f"big_{key}": value for key, value in big.items()}}
+
+
+def report(*, quick: bool = False, runs: int = 30, rounds: int = 3) -> None:
+    """Measure on both stores and print the tables."""
+    runs, rounds, turns, big_runs = (5, 1, 100, 2) if quick else (runs, rounds, 20 * CLIENTS, 5)
+    before = describe()
+    with stores() as configured:
+        results = {
+            name: measure(store, big_store, runs, rounds, turns, big_runs)
+            for name, store, big_store in configured
+        }
+    after = load()
+    print("# gmchat_nb durable turns benchmark\n")
+    print(f"{before} before, load {after} after; a real jupyter server on 127.0.0.1\n")
+    print(f"## Admission latency (medians of {runs})\n")
+    print("| store | `POST turns/` (202, turn stored and started) | `POST {url}` (the whole turn) "
+          "| ratio |")  # fmt: skip
+    print("|---|---:|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {r['admit'] * 1e3:.2f} ms | {r['post'] * 1e3:.2f} ms | "
+              f"{r['admit'] / r['post']:.2f}x |")  # fmt: skip
+    print(f"\n## Turns per second, {CLIENTS} clients, {turns} turns (medians of {rounds})\n")
+    print("| store | `POST {url}` (today) | durable: admit + follow `GET events` | ratio |")
+    print("|---|---:|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {r['post_rate']:.0f} | {r['durable_rate']:.0f} | "
+              f"{r['durable_rate'] / r['post_rate']:.2f}x |")  # fmt: skip
+    sqlite_rate = results["SQLite"]
+    for name, r in results.items():
+        if name != "SQLite":
+            print(f"\n{name} / SQLite: today's path {r['post_rate'] / sqlite_rate['post_rate']:.2f}x, "
+                  f"durable {r['durable_rate'] / sqlite_rate['durable_rate']:.2f}x")  # fmt: skip
+    print(f"\n## A {CHUNKS:,}-event turn: time to its last event (medians of {big_runs})\n")
+    print("| store | live, `POST stream/` (today) | admitted, followed on `GET events` | "
+          "replayed from the journal after it ended | followed / live | replay / live |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, r in results.items():
+        print(f"| {name} | {r['big_live'] * 1e3:.0f} ms | {r['big_followed'] * 1e3:.0f} ms | "
+              f"{r['big_replayed'] * 1e3:.0f} ms | {r['big_followed'] / r['big_live']:.2f}x | "
+              f"{r['big_replayed'] / r['big_live']:.2f}x |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
     options = parser.parse_args()
-    runs, big_runs = (5, 2) if options.quick else (options.runs, 5)
-    before = describe()
-    with jupyter_server() as (_, port):
-        latencies = asyncio.run(admission(port, runs))
-    with tempfile.TemporaryDirectory() as directory:
-        script = Path(directory) / "big.yaml"
-        rounds: list[dict[str, Any]] = [{"chunks": [f"w{i} " for i in range(CHUNKS)]}]
-        script.write_text(yaml.safe_dump(rounds * (2 * big_runs + 2)))
-        with jupyter_server(provider=f"scripted:{script}") as (_, port):
-            big = asyncio.run(big_turn(port, big_runs))
-    after = load()
-    print("# gmchat_nb durable turns benchmark\n")
-    print(f"{before} before, load {after} after; a real jupyter server on 127.0.0.1, SQLite\n")
-    print(f"## Admission latency (medians of {runs})\n")
-    print(
-        "| `POST turns/` (202, turn stored and started) | `POST {url}` (the whole turn) | ratio |"
-    )
-    print("|---:|---:|---:|")
-    print(
-        f"| {latencies['admit'] * 1e3:.2f} ms | {latencies['post'] * 1e3:.2f} ms | "
-        f"{latencies['admit'] / latencies['post']:.2f}x |"
-    )
-    print(f"\n## A {CHUNKS:,}-event turn: time to its last event (medians of {big_runs})\n")
-    print(
-        "| live, `POST stream/` (today) | admitted, followed on `GET events` | "
-        "replayed from the journal after it ended | followed / live | replay / live |"
-    )
-    print("|---:|---:|---:|---:|---:|")
-    print(
-        f"| {big['live'] * 1e3:.0f} ms | {big['followed'] * 1e3:.0f} ms | "
-        f"{big['replayed'] * 1e3:.0f} ms | {big['followed'] / big['live']:.2f}x | "
-        f"{big['replayed'] / big['live']:.2f}x |"
-    )
+    report(quick=options.quick, runs=options.runs, rounds=options.rounds)
 
 
 if __name__ == "__main__":

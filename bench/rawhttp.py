@@ -96,6 +96,20 @@ class Connection:
         assert first is not None, b"".join(parts)[:300]
         return first, Response(status, head, b"".join(parts))
 
+    async def follow(self, path: str, until: bytes) -> int:
+        """GET an event stream and read it until ``until`` arrives; the bytes read. The stream
+        stays open on the server's side, so the connection is spent afterwards."""
+        self._send("GET", path, None, {"Accept": "text/event-stream"})
+        status, head = await self._head()
+        assert status == 200, status
+        read, tail = 0, b""
+        async for chunk in self._body(head):
+            read += len(chunk)
+            if until in tail + chunk:
+                return read
+            tail = chunk[-len(until) :]
+        raise AssertionError(f"the stream ended before {until!r}")
+
     async def _body(self, head: dict[str, str]) -> Any:
         assert self._reader is not None
         if "content-length" in head:

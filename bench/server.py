@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python bench/server.py            # ~2 minutes
     .venv/bin/python bench/server.py --quick    # a smoke run
     .venv/bin/python bench/server.py --limiter  # + 10,000 turns with the rate limiter on and off
+    .venv/bin/python bench/server.py --durable  # durable turns on SQLite and PostgreSQL (durable.py)
 
 Each turn is the "small" workload of ``bench/turn.py`` (two queries in one provider response,
 then the answer) with a zero-latency scripted provider over the in-process inventory demo, in a
@@ -39,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -74,12 +75,14 @@ def jupyter_server(
     provider: str | None = None,
     rate_limit: dict[str, Any] | None = None,
     checkout: Path | None = None,
+    store: str | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`jupyter server` with gmchat configured for the benchmark: (process, port).
 
     The provider is the zero-latency scripted "small" workload unless one is named; no rate
     limit unless one is given; gmchat_nb imported from ``checkout`` when given (another commit's
-    worktree, for side-by-side comparisons)."""
+    worktree, for side-by-side comparisons); the store a fresh SQLite file unless one is named
+    (a ``postgresql://`` URL)."""
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         script = tmp / "rounds.yaml"
@@ -89,7 +92,7 @@ def jupyter_server(
             "GMChat": {
                 "provider": provider or f"scripted:{script}",
                 "project": "demo",
-                "store": str(tmp / "chat.sqlite3"),
+                "store": store or str(tmp / "chat.sqlite3"),
                 "chat_settings": {"rate_limit": rate_limit or {"requests": None}},
             },
         }
@@ -159,7 +162,7 @@ async def new_conversation(conn: Connection) -> str:
     )
 
 
-async def post_turn(conn: Connection) -> float:
+async def post_turn(conn: Connection, _port: int = 0) -> float:
     body = {"text": QUESTION, "conversation_id": await new_conversation(conn)}
     start = time.perf_counter()
     response = await conn.request("POST", CHAT, body)
@@ -183,13 +186,16 @@ async def ws_turn(conn: Connection, ws: Any) -> float:
     return time.perf_counter() - start
 
 
-async def turns_per_second(port: int, turns: int, clients: int = CLIENTS) -> float:
-    """Throughput of ``turns`` turns (each in a new conversation) from concurrent clients."""
+async def turns_per_second(
+    port: int, turns: int, clients: int = CLIENTS, turn: Callable[..., Awaitable[Any]] = post_turn
+) -> float:
+    """Throughput of ``turns`` turns (each in a new conversation) from concurrent clients, each
+    turn ``turn(connection, port)`` (today's ``POST {url}`` unless another is given)."""
 
     async def worker(count: int) -> None:
         async with Connection("127.0.0.1", port, AUTH) as conn:
             for _ in range(count):
-                await post_turn(conn)
+                await turn(conn, port)
 
     start = time.perf_counter()
     await asyncio.gather(*(worker(turns // clients) for _ in range(clients)))
@@ -364,7 +370,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument("--rounds", type=int, default=3, help="measurement rounds (medians)")
     parser.add_argument("--limiter", action="store_true", help="also 10,000 turns, limiter on/off")
+    parser.add_argument(
+        "--durable", action="store_true", help="only bench/durable.py: durable turns, both stores"
+    )
     args = parser.parse_args()
+    if args.durable:
+        from durable import report
+
+        report(quick=args.quick)
+        return
     runs = 10 if args.quick else 40
     rounds_ = 1 if args.quick else args.rounds
     print(f"load average before: {load()}\n")

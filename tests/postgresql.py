@@ -51,8 +51,9 @@ def _run(command: list[str], as_postgres: bool) -> None:
 
 
 @contextmanager
-def cluster() -> Iterator[str]:
-    """A server's URL: ``GMCHAT_TEST_POSTGRES`` or a throwaway cluster for the block."""
+def cluster(*, fsync: bool = False) -> Iterator[str]:
+    """A server's URL: ``GMCHAT_TEST_POSTGRES`` or a throwaway cluster for the block (without
+    fsync unless asked: tests need no crash safety of the machine, benchmarks want it real)."""
     configured = os.environ.get("GMCHAT_TEST_POSTGRES")
     if configured:
         yield configured
@@ -66,7 +67,9 @@ def cluster() -> Iterator[str]:
         shutil.chown(folder, "postgres")
     data, port = folder / "data", _free_port()
     _run([str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], as_postgres)
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+    options = (
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'}"
+    )
     pg_ctl = str(binaries / "pg_ctl")
     _run(
         [pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"],

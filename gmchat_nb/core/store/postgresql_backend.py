@@ -13,6 +13,9 @@ Behaviour is SQLite's, by the same means:
   ``LISTEN``\\ ing on its own connection tells this process when *another* process wrote: its
   readers wake and read the journal, which stays the truth (a lost notification delays a reader
   to its keep-alive and never loses an event), and the turn a cancel names stops now.
+* Commits do not wait for their WAL flush (``synchronous_commit = off`` on the store's
+  connections): as with SQLite's WAL and ``synchronous = NORMAL``, a power cut may lose the last
+  commits, never consistency.
 * Text PostgreSQL cannot store (NUL characters) becomes U+FFFD, as lone surrogates do on both.
 
 Statements use SQLite's ``?`` marks; :func:`translate` turns them into psycopg's ``%s``.
@@ -26,7 +29,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -125,7 +128,11 @@ class PostgresBackend:
 
     def _connect(self) -> Any:
         try:
-            return self._psycopg.connect(self._dsn, autocommit=True, row_factory=_row_factory)
+            connection = self._psycopg.connect(self._dsn, autocommit=True, row_factory=_row_factory)
+            # SQLite's promise (WAL, synchronous=NORMAL): a power cut may lose the last commits,
+            # never consistency; a commit does not wait for its WAL flush.
+            connection.execute("SET synchronous_commit TO off")
+            return connection
         except self._psycopg.Error as error:
             raise StoreUnavailableError(
                 f"cannot open the chat store {self.location}: {str(error).strip()}"
@@ -151,9 +158,17 @@ class PostgresBackend:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """``BEGIN`` and the writer lock … ``COMMIT`` (``ROLLBACK`` when the body raises)."""
-        with self._live().transaction():
-            self._connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        connection = self._live()
+        # one round trip for both: a turn writes several times, each a few round trips
+        connection.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+        try:
             yield
+        except BaseException:
+            if not connection.closed:
+                with suppress(self._psycopg.Error):  # the error that got here is the one to see
+                    connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
 
     def announce(self, signals: list[Signal]) -> None:
         for signal in signals:
