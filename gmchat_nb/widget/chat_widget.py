@@ -11,6 +11,7 @@ import asyncio
 import json
 import keyword
 import logging
+import secrets
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,12 @@ from ..core.events import ChatEvent, Error, TextChunk, ToolResult
 from ..core.project.project import QueryOutcome
 from ..core.project.targets import demo_name
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
+from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
 from .tables import ResultTable
 
 if TYPE_CHECKING:
     from ..chat import Chat
+    from ..core.session import ChatSession
 
 __all__ = ["ChatWidget", "evidence_code"]
 
@@ -41,11 +44,14 @@ class ChatWidget(anywidget.AnyWidget):
     # Synced only when a turn ends (the stream itself travels as custom messages).
     transcript: traitlets.List[dict[str, Any]] = traitlets.List([]).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
+    # What a view's saved state is filed under in the browser's sessionStorage: this widget's
+    # own id (anywidget's model proxy does not show a view the model id, a trait it can read).
+    storage_key = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
         self, chat: Chat, *, namespace: dict[str, Any] | None = None, batching: bool = True
     ) -> None:
-        super().__init__()
+        super().__init__(storage_key=secrets.token_hex(12))
         self.chat = chat
         self.batching = batching
         self.namespace = namespace if namespace is not None else _user_namespace()
@@ -54,6 +60,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.sent_messages = 0
         self.sent_bytes = 0
         self._task: asyncio.Task[None] | None = None
+        self._positions = TranscriptPositions()  # where finished turns end in the journal
         self._tasks: set[asyncio.Task[Any]] = set()
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -82,7 +89,7 @@ class ChatWidget(anywidget.AnyWidget):
             return
         kind = message["type"]
         if kind == "hello":
-            self._spawn(self._snapshot())
+            self._spawn(self._hello(message))
         elif kind == "ask":
             self.ask(message.get("text"))
         elif kind == "stop":
@@ -111,6 +118,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.turns.clear()
             self.tables.clear()
             self.transcript = []
+            self._positions.settled = False  # the views' cursors describe turns now gone
             self._spawn(self._snapshot())
 
     # -- turns -----------------------------------------------------------------------------------
@@ -147,7 +155,9 @@ class ChatWidget(anywidget.AnyWidget):
         batch: list[dict[str, Any]] = []
         waiting = 0
         started = time.perf_counter()
+        session: ChatSession | None = None
         try:
+            session = await self.chat.session()  # (a failure here is the turn's, as below)
             async for event in self.chat.stream(text):
                 payload = _for_display(event)
                 record["events"].append(payload)
@@ -188,9 +198,36 @@ class ChatWidget(anywidget.AnyWidget):
                     for outcome, call_id in zip(turn.outcomes, turn.call_ids, strict=False)
                 ]
             self.transcript = [_summary(item) for item in self.turns]
-            # The front end has the events already; a later view gets them in a snapshot.
-            self._post({"type": "turn_end", "turn": _without_events(record)})
+            self._place(record, session)
+            # The front end has the events already; a later view gets them in a snapshot or a
+            # replay, and a view that saw them all goes on from this cursor.
+            self._post(
+                {
+                    "type": "turn_end",
+                    "turn": _without_events(record),
+                    "cursor": self._positions.cursor(),
+                }
+            )
         return record
+
+    def _place(self, record: dict[str, Any], session: ChatSession | None) -> None:
+        """Find the ended turn in the journal: its events get their ``position`` and the turn
+        its end, which later cursors are measured from (never raises: it runs in ``finally``)."""
+        positions = self._positions
+        conversation_id = session.conversation_id if session is not None else None
+        end, placed = positions.position, False
+        if session is not None and conversation_id is not None:
+            same = positions.settled and positions.conversation_id == conversation_id
+            try:
+                end, placed = place_turn(
+                    session.store,
+                    conversation_id,
+                    positions.position if same else 0,
+                    record["events"],
+                )
+            except Exception:  # the store failed: views that missed this turn resync instead
+                log.exception("could not find the chat turn in the journal")
+        positions.turn_ended(int(record["index"]), conversation_id, end, placed)
 
     def _flush(self, record: dict[str, Any], batch: list[dict[str, Any]]) -> None:
         if batch:
@@ -271,17 +308,72 @@ class ChatWidget(anywidget.AnyWidget):
 
     async def _snapshot(self) -> None:
         session = await self.chat.session()
+        conversations = await self.chat.conversations()
+        self._settle(session)  # after the last await: nothing may change before the post
         self._post(
             {
                 "type": "snapshot",
                 "turns": self.turns,
                 "busy": self._task is not None and not self._task.done(),
-                "provider": session.provider.label if hasattr(session.provider, "label") else "",
-                "project": _project_label(self.chat),
-                "conversation_id": session.conversation_id,
-                "conversations": await self.chat.conversations(),
+                "cursor": self._positions.cursor(),
+                **self._header(session, conversations),
             }
         )
+
+    async def _hello(self, message: dict[str, Any]) -> None:
+        """A view appeared: a replay when its cursor allows one, else a snapshot."""
+        cursor = requested_cursor(message)
+        session = await self.chat.session()
+        if cursor is None or cursor.conversation_id != session.conversation_id:
+            await self._snapshot()
+            return
+        conversations = await self.chat.conversations()
+        # From here to the post nothing awaits, so no event slips between the two.
+        self._settle(session)
+        try:
+            store, conversation_id = session.store, cursor.conversation_id
+            first, last = (
+                store.first_position(conversation_id),
+                store.last_position(conversation_id),
+            )
+        except Exception:
+            log.exception("could not read the journal's positions")
+            first, last = 1, -1  # no cursor fits: a snapshot
+        if not self._positions.replays(cursor, first, last):
+            await self._snapshot()
+            return
+        turns = self._positions.turns_after(self.turns, cursor.after)
+        running = next((record for record in turns if record["running"]), None)
+        self._post(
+            {
+                "type": "replay",
+                "conversation_id": cursor.conversation_id,
+                "after": cursor.after,
+                "cursor": self._positions.cursor(),
+                "turns": turns,
+                "busy": self._task is not None and not self._task.done(),
+                "pending_confirmation": pending_confirmation(running) if running else None,
+                **self._header(session, conversations),
+            }
+        )
+
+    def _settle(self, session: ChatSession) -> None:
+        """Start the epoch of turn positions (once, and again after clear/new/open): the turns
+        so far are what a snapshot brings, a running one is replayed whole."""
+        if self._positions.settled:
+            return
+        conversation_id = session.conversation_id
+        position = session.store.last_position(conversation_id) if conversation_id else 0
+        first = next((r["index"] for r in self.turns if r["running"]), len(self.turns))
+        self._positions.reset(conversation_id, position, first)
+
+    def _header(self, session: ChatSession, conversations: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "provider": session.provider.label if hasattr(session.provider, "label") else "",
+            "project": _project_label(self.chat),
+            "conversation_id": session.conversation_id,
+            "conversations": conversations,
+        }
 
     async def _conversations(self) -> None:
         self._post(
@@ -297,6 +389,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.turns.clear()
         self.tables.clear()
         self.transcript = []
+        self._positions.settled = False
         await self._snapshot()
 
     async def _open(self, conversation_id: str) -> None:
@@ -310,6 +403,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.turns = _turns_from_history(session.history())
         self.tables.clear()
         self.transcript = [_summary(item) for item in self.turns]
+        self._positions.settled = False
         await self._snapshot()
 
     # -- plumbing ------------------------------------------------------------------------------

@@ -2,12 +2,17 @@
 
 Everything travels as anywidget custom messages (``widget.send`` / ``model.send``), never as
 trait updates while a turn streams (a list trait would resend the whole transcript per chunk).
-The kernel keeps the canonical state; a view that appears later (a page reload, a second view)
-sends ``hello`` and receives a ``snapshot``.
+The kernel keeps the canonical state; a view that appears later (a page reload, a second view,
+a view whose kernel connection came back) sends ``hello`` and receives a ``snapshot``, or, when
+it says what it already has, a ``replay`` of only what changed since (see "Cursors" below).
 
 Front end -> kernel (``type`` and fields):
 
-* ``hello`` — a view was rendered; answer with a ``snapshot``.
+* ``hello`` {conversation_id?, after?, epoch?} — a view was rendered (or reconnected).
+  Without a cursor, or with one that does not fit (another conversation or epoch, a
+  position ahead of the journal or before what it still holds, or malformed: ``after`` must be
+  a whole number >= 0, not a string, float or boolean), the answer is a ``snapshot``; with one
+  that fits, a ``replay``.
 * ``ask`` {text} — run a turn (refused with an ``error`` while one runs).
 * ``stop`` — cancel the running turn.
 * ``confirm`` {call_id, ok} — resolve a pending mutation confirmation (``call_id``, not ``id``:
@@ -20,7 +25,12 @@ Front end -> kernel (``type`` and fields):
 
 Kernel -> front end:
 
-* ``snapshot`` {turns: [Turn], busy, provider, project, conversation_id, conversations}
+* ``snapshot`` {turns: [Turn], busy, provider, project, conversation_id, conversations, cursor}
+* ``replay`` {conversation_id, after, cursor, turns: [Turn], busy, pending_confirmation,
+  provider, project, conversations} — the answer to a ``hello`` whose cursor fits: ``turns``
+  holds, whole and with their events, tables and evidence, only the turns that ended after
+  ``after`` and the running one (empty when the view is up to date: nothing is rendered twice);
+  ``pending_confirmation`` is the ``confirm_mutation`` event the running turn waits on, or null.
 * ``turn_start`` {turn: Turn} — a turn record with no events yet
 * ``events`` {turn: index, events: [event JSON]} — batched (every ~40 ms or 200 characters);
   a tool card shows its ``tool_result``'s ``duration_ms`` (the kernel's measure of the tool's run).
@@ -29,7 +39,8 @@ Kernel -> front end:
   panel, a banner over a partial answer, calculations in the evidence panel). All optional.
 * ``table`` {turn: index, table: Table} — after a successful query: the first page of its rows
   (rows, pages and sorting need no pandas; it is imported when ``to_frame`` asks for a DataFrame)
-* ``turn_end`` {turn: Turn} — the full record (answer, usage, error, tables, evidence)
+* ``turn_end`` {turn: Turn, cursor} — the full record (answer, usage, error, tables, evidence);
+  a view that saw the turn live takes ``cursor`` as its own
 * ``table_page`` {table: key, offset, rows, total}
 * ``frame_bound`` {table: key, name, shape: [rows, columns]}
 * ``conversations`` {items: [{id, title, updated_at, messages}], current}
@@ -42,6 +53,23 @@ rows (first page), total_rows, total_count, complete, page_size}. An Evidence ro
 filters, rows, total_count, complete, document, variables, code, task_id?, evidence_id?} where
 ``code`` is a cell that re-runs exactly that query through ``gmchat_nb.connect(...)`` and returns
 the DataFrame (the ids only for a planned turn's queries).
+
+Cursors. The conversation's journal numbers every event the session stores with a gap-free
+``position`` (what the server extension's event streams send as ``sequence``; an event's own
+``sequence`` counts within its turn). A ``cursor`` is {conversation_id, position, epoch}:
+the view has every turn of the widget through journal position ``position``. ``epoch`` is
+a token the kernel changes when its turns stop being a plain run of one conversation's journal
+(clear, a new or opened conversation, a turn the journal does not hold, such as one refused
+before it started), so an older cursor gets a snapshot. A view sends its cursor back in
+``hello`` as {conversation_id, after: position, epoch}. Once a turn has ended, its events
+in ``snapshot`` and ``replay`` records carry their journal ``position``. Live ``events`` do not:
+the session writes a turn's events in a few batches (at round starts, before effects, at the
+end), after the widget has shown them, so positions are known at ``turn_end`` and cursors move
+a whole turn at a time; a running turn is replayed whole and the front end skips the events it
+has by their ``sequence``. The front end keeps its cursor and the turn records it rendered in
+the tab's ``sessionStorage`` under the widget's ``storage_key`` trait and the conversation id,
+so a reloaded page replays too; a saved view that is missing, too big or unreadable means a
+snapshot (gmchat_nb/widget/replay.py and chat.js's "Replay" section say why and how).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The front end's pure parts (markdown rendering, sanitization), tested with node's own runner."""
+"""The front end's pure parts (markdown rendering, sanitization, replay bookkeeping), tested with
+node's own runner."""
 
 from __future__ import annotations
 
@@ -6,14 +7,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-TEST = Path(__file__).parent / "js" / "test_markdown.mjs"
+import pytest
+
+JS_TESTS = Path(__file__).parent / "js"
 
 
-def test_the_markdown_renderer_and_its_sanitization() -> None:
+@pytest.mark.parametrize("script", ["test_markdown.mjs", "test_replay.mjs"])
+def test_the_front_end_helpers(script: str) -> None:
     node = shutil.which("node")
     assert node is not None, (
         "node is needed for the front-end tests (it is on every machine of this project's kind)"
     )
-    done = subprocess.run([node, str(TEST)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [node, str(JS_TESTS / script)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout

@@ -404,3 +404,173 @@ async def test_a_turn_without_a_plan_has_no_plan_fields(cleanup: list[ChatWidget
     assert end["orchestration"] is None
     assert not {"task_id", "evidence_id"} & set(end["evidence"][0])
     assert "plan" not in widget.transcript[0]
+
+
+# -- replay after a reconnect ----------------------------------------------------------------
+
+
+async def hello(widget: ChatWidget, comm: RecordingComm, **cursor: Any) -> dict[str, Any]:
+    """Say hello as a view with ``cursor`` would; the kernel's answer."""
+    sent = len(comm.messages)
+    widget.dispatch({"type": "hello", **cursor})
+    for _ in range(100):
+        if len(comm.messages) > sent:
+            break
+        await asyncio.sleep(0.01)
+    [answer] = comm.messages[sent:]
+    return answer
+
+
+def back(cursor: dict[str, Any]) -> dict[str, Any]:
+    """A cursor as the front end sends it back in ``hello``."""
+    return {
+        "conversation_id": cursor["conversation_id"],
+        "after": cursor["position"],
+        "epoch": cursor["epoch"],
+    }
+
+
+async def test_a_hello_with_a_cursor_gets_exactly_what_came_after_it(
+    cleanup: list[ChatWidget],
+) -> None:
+    widget, comm, _ = await make(
+        [{"tool_calls": [MATERIALS]}, {"chunks": ["Eight ", "materials."]}, {"text": "Two."}]
+    )
+    cleanup.append(widget)
+    await widget.run_turn("Which materials?")
+    first = comm.of("turn_end")[-1]["cursor"]
+    await widget.run_turn("And now?")
+    second = comm.of("turn_end")[-1]["cursor"]
+    assert first["epoch"] == second["epoch"]
+    assert first["conversation_id"] == second["conversation_id"] == widget.chat.conversation_id
+
+    replay = await hello(widget, comm, **back(first))
+
+    assert replay["type"] == "replay" and replay["after"] == first["position"]
+    assert replay["cursor"] == second and replay["busy"] is False
+    assert replay["pending_confirmation"] is None and replay["project"] == "demo:inventory"
+    [turn] = replay["turns"]
+    assert turn["question"] == "And now?" and turn["answer"] == "Two."
+    # Exactly the journal's events after the cursor, each once, with their positions.
+    journal = await widget.chat.events(after=first["position"])
+    assert [e["position"] for e in turn["events"]] == [e["sequence"] for e in journal]
+    assert [e["type"] for e in turn["events"]] == [e["type"] for e in journal]
+    assert first["position"] < turn["events"][0]["position"]
+    assert turn["events"][-1]["position"] == second["position"]
+    # A view that has everything gets an empty replay: nothing to render twice.
+    empty = await hello(widget, comm, **back(second))
+    assert empty["type"] == "replay" and empty["turns"] == [] and empty["cursor"] == second
+    # The first turn's events carry their positions too (in a snapshot as in a replay).
+    snapshot = await hello(widget, comm)
+    assert snapshot["type"] == "snapshot" and snapshot["cursor"] == second
+    positions = [e["position"] for t in snapshot["turns"] for e in t["events"]]
+    assert positions == [e["sequence"] for e in await widget.chat.events()]
+
+
+async def test_a_running_turn_is_replayed_whole_with_its_pending_confirmation(
+    cleanup: list[ChatWidget],
+) -> None:
+    widget, comm, _ = await make(
+        [{"text": "Hi."}, {"tool_calls": [CREATE]}, {"text": "Created."}],
+        allowed_mutations=["createPart"],
+        confirm_mutations=["createPart"],
+    )
+    cleanup.append(widget)
+    await widget.run_turn("Hello")
+    cursor = comm.of("turn_end")[-1]["cursor"]
+    widget.ask("Add a part Spring")
+    for _ in range(200):
+        streamed = [e for m in comm.of("events") for e in m["events"]]
+        if streamed[-1]["type"] == "confirm_mutation":
+            break
+        await asyncio.sleep(0.01)
+
+    replay = await hello(widget, comm, **back(cursor))
+
+    assert replay["type"] == "replay" and replay["busy"] is True
+    [running] = replay["turns"]
+    assert running["running"] is True and running["question"] == "Add a part Spring"
+    assert replay["pending_confirmation"]["id"] == streamed[-1]["id"]
+    assert replay["cursor"] == cursor  # a running turn moves no cursor
+    widget.dispatch({"type": "confirm", "call_id": streamed[-1]["id"], "ok": True})
+    assert widget._task is not None
+    await asyncio.wait_for(widget._task, 5)
+    after = await hello(widget, comm, **back(cursor))
+    [done] = after["turns"]
+    assert done["answer"] == "Created." and after["busy"] is False
+    assert after["pending_confirmation"] is None
+
+
+async def test_cursors_that_do_not_fit_get_a_snapshot(cleanup: list[ChatWidget]) -> None:
+    widget, comm, _ = await make([{"text": "One."}, {"text": "Two."}])
+    cleanup.append(widget)
+    await widget.run_turn("First")
+    cursor = back(comm.of("turn_end")[-1]["cursor"])
+    last = cursor["after"]
+    for stale in (
+        {**cursor, "after": last + 1},  # ahead of the journal
+        {**cursor, "conversation_id": "another-conversation"},
+        {**cursor, "epoch": "0123456789abcdef"},  # another epoch (a kernel's reset)
+        {"conversation_id": cursor["conversation_id"], "after": last},  # no epoch
+    ):
+        assert (await hello(widget, comm, **stale))["type"] == "snapshot", stale
+    assert (await hello(widget, comm, **cursor))["type"] == "replay"
+    # Retention pruned the range the cursor needs: a snapshot (as the server's 410).
+    session = await widget.chat.session()
+    store = session.store
+    original = store.first_position
+    store.first_position = lambda conversation_id: last + 5  # type: ignore[method-assign]
+    try:
+        assert (await hello(widget, comm, **cursor))["type"] == "snapshot"
+    finally:
+        store.first_position = original  # type: ignore[method-assign]
+    # After a clear, the old cursor describes turns that are gone.
+    widget.dispatch({"type": "clear"})
+    await asyncio.sleep(0.05)
+    cleared = comm.of("snapshot")[-1]
+    assert cleared["turns"] == [] and cleared["cursor"]["epoch"] != cursor["epoch"]
+    assert (await hello(widget, comm, **cursor))["type"] == "snapshot"
+    assert (await hello(widget, comm, **back(cleared["cursor"])))["turns"] == []
+    # A turn that moves to a new conversation starts a new epoch too.
+    widget.dispatch({"type": "new_conversation"})
+    await asyncio.sleep(0.05)
+    fresh = comm.of("snapshot")[-1]["cursor"]
+    assert fresh["conversation_id"] == widget.chat.conversation_id != cursor["conversation_id"]
+    assert fresh["position"] == 0
+
+
+@pytest.mark.parametrize(
+    "after", ["3", "", -1, 10**30, 2.0, 3.5, float("nan"), True, False, None, [], {"n": 1}]
+)
+async def test_malformed_cursors_get_a_snapshot_and_never_an_exception(
+    cleanup: list[ChatWidget], after: Any
+) -> None:
+    widget, comm, _ = await make([{"text": "One."}])
+    cleanup.append(widget)
+    await widget.run_turn("First")
+    cursor = back(comm.of("turn_end")[-1]["cursor"])
+    answer = await hello(widget, comm, **{**cursor, "after": after})
+    assert answer["type"] == "snapshot" and answer["turns"][0]["answer"] == "One."
+    for field, value in (("conversation_id", 7), ("epoch", ["x"])):
+        answer = await hello(widget, comm, **{**cursor, field: value})
+        assert answer["type"] == "snapshot"
+    assert (await hello(widget, comm, **cursor))["type"] == "replay"  # the widget still works
+
+
+async def test_a_turn_the_journal_does_not_hold_starts_a_new_epoch(
+    cleanup: list[ChatWidget],
+) -> None:
+    """A turn refused before it starts is not journaled: a view that missed it resyncs."""
+    widget, comm, _ = await make(
+        [{"text": "One."}], rate_limit={"requests": 1, "window_seconds": 600}
+    )
+    cleanup.append(widget)
+    await widget.run_turn("First")
+    cursor = back(comm.of("turn_end")[-1]["cursor"])
+    record = await widget.run_turn("Second")
+    assert record["error"]["code"] == "rate_limited"
+    ended = comm.of("turn_end")[-1]["cursor"]
+    assert ended["epoch"] != cursor["epoch"] and ended["position"] == cursor["after"]
+    missed = await hello(widget, comm, **cursor)
+    assert missed["type"] == "snapshot" and len(missed["turns"]) == 2
+    assert (await hello(widget, comm, **back(ended)))["turns"] == []  # a live view is current

@@ -3,9 +3,10 @@
  *
  * anywidget loads this file from a Blob URL, so it is one self-contained module that imports
  * nothing. The kernel owns all state (gmchat_nb/widget/protocol.py lists every message): a view
- * sends `hello`, builds itself from the `snapshot` answer, then applies `turn_start`, `events`,
- * `table`, `turn_end`, `table_page`, `frame_bound`, `conversations` and `error` as they arrive.
- * Every view (a second output of the same widget, a reloaded page) keeps its own state.
+ * sends `hello`, builds itself from the `snapshot` (or `replay`) answer, then applies
+ * `turn_start`, `events`, `table`, `turn_end`, `table_page`, `frame_bound`, `conversations` and
+ * `error` as they arrive. Every view (a second output of the same widget, a reloaded page) keeps
+ * its own state, and its cursor and turns in sessionStorage so a reload replays (see "Replay").
  *
  * A planned (orchestrated) turn uses the same events: its tool cards show their task, its `done`
  * event's `orchestration` becomes a plan panel (and a banner over a partial answer), and its
@@ -1150,6 +1151,217 @@ export function hiddenInputs(calculation) {
 }
 
 /* ============================================================================================
+ * Replay: the view's cursor, its turn records and their copy in sessionStorage
+ * ========================================================================================== */
+
+/**
+ * A view remembers a cursor: the conversation, the journal position through which it has every
+ * turn, and the kernel's epoch token (protocol.py). `hello` sends it back; the kernel
+ * answers a `replay` of what changed after it when it can, else a `snapshot`. A reloaded page
+ * starts with nothing, so each view also keeps the turn records it rendered in sessionStorage
+ * (this browser tab only, gone when the tab closes), filed under the widget's `storage_key`
+ * and the conversation id; a reload renders them once the kernel answers with a replay.
+ * Anything odd in storage (missing, too big, corrupted, another version) means a snapshot.
+ * @typedef {{conversationId: string, position: number, epoch: string}} ViewCursor
+ * @typedef {{cursor: ViewCursor, turns: object[]}} StoredView
+ */
+
+export const STORAGE_PREFIX = "gmchat:v1:";
+/** The largest saved view (UTF-16 characters): an origin has ~5 MB, JupyterLab shares it. */
+export const MAX_STORED_CHARS = 400_000;
+/** Saved views kept at most (the oldest go first): one per widget and conversation. */
+export const MAX_STORED_VIEWS = 8;
+const STORAGE_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A cursor from a kernel message's `cursor` (or a saved one), or null when it is malformed.
+ * @param {unknown} value
+ * @returns {ViewCursor | null}
+ */
+export function cursorOf(value) {
+  if (!value || typeof value !== "object") return null;
+  const { conversation_id: conversationId, position, epoch } = value;
+  if (typeof conversationId !== "string" || !conversationId) return null;
+  if (!Number.isSafeInteger(position) || position < 0) return null;
+  if (typeof epoch !== "string" || !epoch) return null;
+  return { conversationId, position, epoch };
+}
+
+/**
+ * The `hello` a view sends: with its cursor when it has one (then a replay can answer it).
+ * @param {ViewCursor | null | undefined} cursor
+ */
+export function helloMessage(cursor) {
+  if (!cursor) return { type: "hello" };
+  return { type: "hello", conversation_id: cursor.conversationId, after: cursor.position, epoch: cursor.epoch };
+}
+
+/** Whether a `replay` answers the hello this cursor sent. */
+export function replayAnswers(cursor, replay) {
+  return Boolean(cursor && replay && replay.conversation_id === cursor.conversationId && replay.after === cursor.position);
+}
+
+/** The sessionStorage key of a widget's saved view of one conversation. */
+export function storageKey(widgetKey, conversationId) {
+  return `${STORAGE_PREFIX}${widgetKey}:${conversationId}`;
+}
+
+function storageKeys(storage) {
+  const keys = [];
+  for (let i = 0; i < storage.length; i++) {
+    const key = storage.key(i);
+    if (typeof key === "string" && key.startsWith(STORAGE_PREFIX)) keys.push(key);
+  }
+  return keys;
+}
+
+function quietly(fn, fallback) {
+  try {
+    return fn();
+  } catch {
+    return fallback; // storage may be disabled, full or throwing (sandboxed frames): never fatal
+  }
+}
+
+/**
+ * The view a widget saved in this tab, or null (and the broken entry removed) when there is
+ * none or it cannot be trusted. Never throws.
+ * @param {Storage | null | undefined} storage
+ * @param {unknown} widgetKey
+ * @returns {StoredView | null}
+ */
+export function loadView(storage, widgetKey) {
+  if (!storage || typeof widgetKey !== "string" || !STORAGE_KEY_PATTERN.test(widgetKey)) return null;
+  const prefix = storageKey(widgetKey, "");
+  const keys = quietly(() => storageKeys(storage).filter((key) => key.startsWith(prefix)), []);
+  for (const key of keys) {
+    const view = quietly(() => parseView(storage.getItem(key), key.slice(prefix.length)), null);
+    if (view) return view;
+    quietly(() => storage.removeItem(key));
+  }
+  return null;
+}
+
+function parseView(text, conversationId) {
+  if (typeof text !== "string" || text.length > MAX_STORED_CHARS) return null;
+  const saved = JSON.parse(text);
+  if (!saved || typeof saved !== "object" || saved.v !== 1) return null;
+  const cursor = cursorOf(saved.cursor);
+  if (!cursor || cursor.conversationId !== conversationId || !Array.isArray(saved.turns)) return null;
+  const turns = saved.turns.filter((t) => t && typeof t === "object" && Number.isSafeInteger(t.index) && t.index >= 0);
+  if (turns.length !== saved.turns.length) return null;
+  return { cursor, turns };
+}
+
+/**
+ * Save a view's cursor and turn records for a reload of this tab; other conversations' saved
+ * views of the same widget go, and the oldest beyond MAX_STORED_VIEWS. A view over the size
+ * limit (or one the storage refuses) is not kept: that reload takes a snapshot. Never throws.
+ * @returns {boolean} whether it was saved
+ */
+export function saveView(storage, widgetKey, cursor, turns, { maxChars = MAX_STORED_CHARS, maxViews = MAX_STORED_VIEWS } = {}) {
+  if (!storage || typeof widgetKey !== "string" || !STORAGE_KEY_PATTERN.test(widgetKey) || !cursor) return false;
+  const key = storageKey(widgetKey, cursor.conversationId);
+  const mine = storageKey(widgetKey, "");
+  for (const other of quietly(() => storageKeys(storage), [])) {
+    if (other.startsWith(mine) && other !== key) quietly(() => storage.removeItem(other));
+  }
+  const cursorJson = { conversation_id: cursor.conversationId, position: cursor.position, epoch: cursor.epoch };
+  const text = quietly(() => JSON.stringify({ v: 1, saved_at: Date.now(), cursor: cursorJson, turns }), null);
+  if (text === null || text.length > maxChars) {
+    quietly(() => storage.removeItem(key));
+    return false;
+  }
+  const saved = quietly(() => {
+    storage.setItem(key, text);
+    return true;
+  }, false);
+  if (!saved) {
+    quietly(() => storage.removeItem(key)); // full: an old copy would be a wrong one
+    return false;
+  }
+  const ages = quietly(() => storageKeys(storage).map((k) => [k, savedAt(storage.getItem(k))]), []);
+  ages.sort((a, b) => a[1] - b[1]);
+  for (const [old] of ages.slice(0, Math.max(0, ages.length - maxViews))) {
+    if (old !== key) quietly(() => storage.removeItem(old));
+  }
+  return true;
+}
+
+function savedAt(text) {
+  const at = quietly(() => JSON.parse(text)?.saved_at, 0);
+  return Number.isFinite(at) ? at : 0;
+}
+
+/**
+ * Keep a view's turn records (by index) up to date with one live kernel message, the way the
+ * view renders it: `turn_start` opens a record, `events` and `table` add to it, `turn_end`
+ * completes it. (Snapshots and replays carry whole records.)
+ * @param {Map<number, object>} records
+ * @param {object} msg
+ */
+export function recordMessage(records, msg) {
+  if (!msg || typeof msg !== "object") return;
+  const turn = msg.turn && typeof msg.turn === "object" ? msg.turn : null;
+  const index = Number(turn ? turn.index : msg.turn);
+  if (!Number.isSafeInteger(index)) return;
+  const record = records.get(index);
+  if (record) {
+    if (!Array.isArray(record.events)) record.events = []; // (a saved record may lack them)
+    if (!Array.isArray(record.tables)) record.tables = [];
+  }
+  switch (msg.type) {
+    case "turn_start":
+      if (turn) records.set(index, { ...turn, events: [], tables: Array.isArray(turn.tables) ? [...turn.tables] : [] });
+      break;
+    case "events":
+      if (record && Array.isArray(msg.events)) record.events.push(...msg.events);
+      break;
+    case "table":
+      if (record && msg.table && typeof msg.table === "object" && !record.tables.some((t) => t && t.key === msg.table.key)) {
+        record.tables.push(msg.table);
+      }
+      break;
+    case "turn_end":
+      if (turn) records.set(index, { ...(record || {}), ...turn, events: record ? record.events : [], running: false });
+      break;
+    default:
+      break;
+  }
+}
+
+/**
+ * Calls `onReconnect` when the kernel connection comes back after it was lost, so a view whose
+ * comm reconnected asks for what it missed. Uses the JupyterLab widget manager's kernel when it
+ * has one (other front ends: nothing to watch).
+ */
+export class ConnectionWatch {
+  constructor(kernel, onReconnect) {
+    this.kernel = kernel;
+    this.onReconnect = onReconnect;
+    this.lost = false;
+    this.slot = (_sender, status) => this.changed(status);
+    const signal = quietly(() => kernel && kernel.connectionStatusChanged, null);
+    const connected = Boolean(signal) && quietly(() => (signal.connect(this.slot), true), false);
+    this.signal = connected ? signal : null;
+  }
+
+  changed(status) {
+    if (status !== "connected") {
+      this.lost = true;
+    } else if (this.lost) {
+      this.lost = false;
+      this.onReconnect();
+    }
+  }
+
+  dispose() {
+    if (this.signal) quietly(() => this.signal.disconnect(this.slot));
+    this.signal = null;
+  }
+}
+
+/* ============================================================================================
  * DOM helpers
  * ========================================================================================== */
 
@@ -2045,10 +2257,18 @@ class ChatView {
     this.pendingAsk = null;
     this.lastListRequest = 0;
     this.disposed = false;
+    this.records = new Map(); // index -> the turn record as rendered (what a reload restores)
+    this.cursor = null; // ViewCursor: what this view has, for a replay
+    this.syncs = { snapshot: 0, replay: 0 };
+    this.widgetKey = quietly(() => model.get("storage_key"), null);
+    this.storage = quietly(() => globalThis.sessionStorage ?? null, null);
+    this.restored = loadView(this.storage, this.widgetKey); // rendered when a replay confirms it
     this.build();
     this.onMessage = (msg) => this.receive(msg);
     model.on("msg:custom", this.onMessage);
-    this.send({ type: "hello" });
+    const kernel = quietly(() => model.widget_manager?.kernel, null);
+    this.connection = new ConnectionWatch(kernel, () => this.send(helloMessage(this.cursor), true));
+    this.send(helloMessage(this.restored?.cursor));
   }
 
   /* ---------- layout ---------- */
@@ -2113,11 +2333,12 @@ class ChatView {
 
   /* ---------- messages ---------- */
 
-  /** Send a message to the kernel (never throws). */
-  send(msg) {
+  /** Send a message to the kernel (never throws; `quiet`: no notice when it fails). */
+  send(msg, quiet = false) {
     try {
       this.model.send(msg);
     } catch (error) {
+      if (quiet) return;
       this.showNotice({ message: `Could not reach the kernel: ${error && error.message ? error.message : error}`, code: "send_failed" });
     }
   }
@@ -2137,11 +2358,13 @@ class ChatView {
 
   dispatch(msg) {
     if (msg.type === "snapshot") return this.applySnapshot(msg);
+    if (msg.type === "replay") return this.applyReplay(msg);
     if (msg.type === "conversations") return this.setConversations(msg.items, msg.current);
     if (msg.type === "error") return this.kernelError(msg);
     if (msg.type === "frame_bound") return this.tables.get(String(msg.table))?.onFrameBound(msg);
     if (msg.type === "table_page") return this.tables.get(String(msg.table))?.onPage(msg);
-    if (!this.ready) return; // the snapshot this view asked for will contain it
+    if (!this.ready) return; // the snapshot (or replay) this view asked for will contain it
+    recordMessage(this.records, msg);
     switch (msg.type) {
       case "turn_start":
         this.pendingAsk = null;
@@ -2160,6 +2383,8 @@ class ChatView {
       case "turn_end":
         if (msg.turn && typeof msg.turn === "object") this.syncTurn({ ...msg.turn, running: false });
         this.setBusy(false);
+        // This view saw the whole turn live: it is complete through the turn's cursor.
+        this.setCursor(cursorOf(msg.cursor));
         break;
       default:
         break;
@@ -2194,11 +2419,75 @@ class ChatView {
       }
     }
     this.setBusy(Boolean(snapshot.busy));
-    const list = snapshot.conversations;
+    this.applyConversations(snapshot.conversations, conversation);
+    this.updateEmpty();
+    this.records = new Map(records.filter((r) => r && typeof r === "object").map((r, i) => [Number.isFinite(Number(r.index)) ? Number(r.index) : i, r]));
+    this.restored = null;
+    this.noteSync("snapshot");
+    this.setCursor(cursorOf(snapshot.cursor));
+  }
+
+  /**
+   * Bring the view up to date from a replay: the turns that changed after its cursor, whole
+   * (a turn it partly has skips the events it has, by their per-turn `sequence`). A new view
+   * (a reload) first renders the turns it saved, which the replay's cursor refers to.
+   */
+  applyReplay(replay) {
+    // Every view of a widget gets every answer: a view takes only a replay of its own cursor
+    // (a view that holds another cursor asks with it, and gets its own replay or a snapshot).
+    if (!this.ready) {
+      const restored = this.restored;
+      if (!restored || !replayAnswers(restored.cursor, replay)) return;
+      this.restored = null;
+      this.pinned = true;
+      this.conversationId = restored.cursor.conversationId;
+      for (const record of restored.turns) {
+        this.records.set(record.index, record);
+        this.syncTurn(record);
+      }
+    } else if (!replayAnswers(this.cursor, replay)) {
+      return;
+    }
+    this.ready = true;
+    if (typeof replay.conversation_id === "string") this.conversationId = replay.conversation_id;
+    this.projectEl.textContent = displayName(replay.project);
+    this.providerEl.textContent = displayName(replay.provider);
+    let running = null;
+    for (const record of Array.isArray(replay.turns) ? replay.turns : []) {
+      if (!record || typeof record !== "object" || !Number.isSafeInteger(record.index)) continue;
+      this.records.set(record.index, record);
+      const turn = this.syncTurn(record);
+      if (record.running) running = turn;
+    }
+    const pending = replay.pending_confirmation;
+    if (running && pending && typeof pending === "object") running.confirmBox(pending);
+    this.setBusy(Boolean(replay.busy));
+    this.applyConversations(replay.conversations, this.conversationId);
+    this.updateEmpty();
+    this.noteSync("replay");
+    this.setCursor(cursorOf(replay.cursor));
+  }
+
+  applyConversations(list, conversation) {
     if (Array.isArray(list)) this.setConversations(list, conversation);
     else if (list && typeof list === "object") this.setConversations(list.items, list.current ?? conversation);
     else this.setConversations([], conversation);
-    this.updateEmpty();
+  }
+
+  /** Count how this view was brought up to date (tests and debugging read the attributes). */
+  noteSync(kind) {
+    this.syncs[kind]++;
+    this.root.setAttribute("data-sync", kind);
+    this.root.setAttribute(`data-${kind}s`, String(this.syncs[kind]));
+  }
+
+  /** Remember what this view has, and save it (with its turns) for a reload of this tab. */
+  setCursor(cursor) {
+    if (!cursor) return;
+    this.cursor = cursor;
+    this.root.setAttribute("data-position", String(cursor.position));
+    const turns = [...this.records.values()].sort((a, b) => a.index - b.index);
+    saveView(this.storage, this.widgetKey, cursor, turns);
   }
 
   /** Create or update the view of a Turn record. */
@@ -2435,6 +2724,7 @@ class ChatView {
   /** Remove listeners and timers; take the view's DOM out of the element. */
   dispose() {
     this.disposed = true;
+    this.connection.dispose();
     try {
       this.model.off("msg:custom", this.onMessage);
     } catch {
@@ -2453,7 +2743,8 @@ class ChatView {
  * ========================================================================================== */
 
 /**
- * Render one view. Sends `hello`; the kernel answers with a `snapshot`.
+ * Render one view. Sends `hello` (with its saved cursor after a reload); the kernel answers with
+ * a `replay` or a `snapshot`.
  * @param {{model: object, el: HTMLElement}} context
  * @returns {() => void} cleanup: removes listeners and timers
  */
