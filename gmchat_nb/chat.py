@@ -253,7 +253,9 @@ class Chat:
             return True
         if session.conversation_id is None:
             session.new_conversation(conversation_title(text))
-        session.store.admit_turn(str(session.conversation_id), turn_id, digest, owner=OWNER)
+        session.store.admit_turn(
+            str(session.conversation_id), turn_id, digest, owner=OWNER, text=text
+        )
         hold(str(session.conversation_id), turn_id)  # its session drives it next
         return False
 

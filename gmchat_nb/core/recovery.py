@@ -36,12 +36,15 @@ from .store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 
 __all__ = [
     "OWNER",
+    "SERVER_STOPPED",
     "close_turn",
     "driving",
     "hold",
     "is_abandoned",
     "owner_alive",
     "recover",
+    "resumable",
+    "take_over_resumable",
 ]
 
 log = logging.getLogger(__name__)
@@ -120,6 +123,39 @@ def is_abandoned(turn: TurnRecord) -> bool:
     if turn.owner == OWNER:
         return (turn.conversation_id, turn.id) not in _DRIVING
     return not owner_alive(turn.owner)
+
+
+def resumable(store: ChatStore, turn: TurnRecord) -> bool:
+    """Whether a turn a dead process left may be run again rather than closed: it was admitted
+    with its text kept, nobody cancelled it, and nothing it journaled or stored asked for a data
+    change (a mutation's call is written before it runs, so a turn without one only read, and
+    reads may be run again). Anything after a possible effect is closed as interrupted."""
+    if turn.input is None or turn.cancel_command is not None:
+        return False
+    if turn.state not in ("accepted", "running") or not is_abandoned(turn):
+        return False
+    for event in store.events(turn.conversation_id, turn_id=turn.id):
+        if event.get("type") == "confirm_mutation" or (
+            event.get("type") == "tool_call" and event.get("name") == "mutate"
+        ):
+            return False
+    return not any(
+        call.get("name") == "mutate" for message in _messages_of(store, turn)
+        for call in message.tool_calls
+    )  # fmt: skip
+
+
+def take_over_resumable(store: ChatStore) -> list[TurnRecord]:
+    """The turns dead processes left that this process will run again (:func:`resumable`), each
+    taken over (owned and held by this process) so no recovery closes it and no other process
+    runs it too. Call it before :func:`recover`, which closes the rest."""
+    taken = []
+    for state in ("accepted", "running"):
+        for turn in store.turns(state=state):
+            if resumable(store, turn) and store.take_over_turn(turn, OWNER):
+                hold(turn.conversation_id, turn.id)
+                taken.append(turn)
+    return taken
 
 
 def recover(store: ChatStore, *, conversation_id: str | None = None, now: float) -> int:

@@ -117,7 +117,7 @@ class TurnsHandler(DurableHandler):
         if runtime.running_turn(cid) is not None:
             raise Refused(409, "turn_in_progress", BUSY_MESSAGE)
         try:  # no await from here on: nothing else runs on the engine in between
-            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=OWNER)
+            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=OWNER, text=text)
         except TurnConflict:
             raise Refused(409, "turn_conflict", TURN_CONFLICT) from None
         hold(cid, turn_id)  # ours from now on: no recovery closes it before it starts

@@ -32,10 +32,10 @@ from ..core.events import ChatEvent
 from ..core.project import Project, connect
 from ..core.providers.base import BaseLLMProvider
 from ..core.providers.registry import create_provider
-from ..core.recovery import recover
+from ..core.recovery import SERVER_STOPPED, close_turn, recover, take_over_resumable
 from ..core.session import Actor, ChatSession, Hooks
 from ..core.settings import ChatConfigurationError, ChatSettings
-from ..core.store import ChatStore, ConversationRecord
+from ..core.store import ChatStore, ConversationRecord, TurnRecord
 from .engine import Engine
 
 __all__ = ["ChatRuntime", "Delivery", "TurnBusy", "TurnRun", "actor_for", "conversation_json"]
@@ -93,13 +93,20 @@ class ChatRuntime:
         self._watchers_lock = threading.Lock()
         self.store.on_journal(self._journaled)
         self.store.on_cancel(self._cancel_requested)
+        continued: list[TurnRecord] = []
         try:
+            # Admitted turns a dead process cut off before any data change run again; the rest
+            # of what it left open is closed as interrupted.
+            continued = take_over_resumable(self.store)
             recover(self.store, now=time.time())
         except Exception:  # a store that cannot be recovered still serves new turns
             log.exception("could not close the chat turns a previous server left open")
         # Connect now, so a project that cannot be reached or does not fit the settings is in the
         # log at start-up; requests connect again if this failed (a server that came up later).
         self.engine.submit(self._connect()).add_done_callback(_log_connect_failure)
+        if continued:
+            log.warning("continuing %d chat turn(s) a stopped server left", len(continued))
+            self.engine.submit(self._continue(continued))
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -191,6 +198,29 @@ class ChatRuntime:
             hooks=Hooks(self.settings.hooks),
         )
         return session
+
+    async def _continue(self, turns: list[TurnRecord]) -> None:
+        """On the engine: run each taken-over turn again, detached (readers follow the journal);
+        one that cannot be run is closed as interrupted, never left open."""
+        for turn in turns:
+            record = self.store.conversation(turn.conversation_id)
+            try:
+                if record is None:
+                    raise KeyError(f"conversation {turn.conversation_id} was deleted")
+                actor = Actor(id=record.actor_id, name=record.actor_id.removeprefix("jupyter:"))
+                session = await self._open_session(actor, turn.conversation_id)
+                self.start(
+                    turn.conversation_id,
+                    session.continue_turn(turn),
+                    suspends=True,
+                    detached=True,
+                    turn_id=turn.id,
+                )
+            except Exception:
+                log.exception("could not continue the chat turn %s", turn.id)
+                current = self.store.turn(turn.conversation_id, turn.id)
+                if current is not None:
+                    close_turn(self.store, current, SERVER_STOPPED, now=time.time())
 
     def find_confirmation(self, actor: Actor, confirmation_id: str) -> str | None:
         """The actor's conversation holding a pending confirmation with this id, if any."""

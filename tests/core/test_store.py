@@ -747,6 +747,9 @@ def test_an_admission_is_idempotent_and_its_cancel_decided_once(store: ChatStore
     store.admit_turn(conversation, "turn-2", "hash-c")
     store.record_turn(conversation, "turn-2", [], [(1, {"type": "done"})], state="done")
     assert store.request_cancel(conversation, "turn-2", "c3") == "too_late"
+    store.admit_turn(conversation, "turn-3", "hash-d", text="List parts \x00")
+    kept = store.turn(conversation, "turn-3")
+    assert kept is not None and kept.input is not None and kept.input.startswith("List parts")
 
 
 def test_two_stores_journaling_one_conversation_at_once_keep_positions_gap_free(

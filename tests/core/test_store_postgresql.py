@@ -12,6 +12,7 @@ import pytest
 
 from gmchat_nb.core.store import SCHEMA_VERSION, ChatStore, StoreVersionError
 from gmchat_nb.core.store.postgresql_backend import StoreUnavailableError
+from gmchat_nb.core.store.postgresql_schema import MIGRATIONS
 from gmchat_nb.core.text import without_password
 
 
@@ -45,12 +46,40 @@ def test_opening_an_empty_schema_migrates_it_once_even_when_two_open_at_once(
         )
         with psycopg.connect(postgresql_store) as connection:
             versions = connection.execute("SELECT version FROM gmchat_schema").fetchall()
-        assert versions == [(SCHEMA_VERSION,)]
+        assert sorted(versions) == [(version,) for version in sorted(MIGRATIONS)]  # each once
         conversation = opened[0].create_conversation("alice", "Shared")
         assert opened[3].conversation(conversation.id) == conversation
     finally:
         for store in opened:
             store.close()
+
+
+def test_a_version_3_database_is_migrated_and_keeps_its_rows(postgresql_store: str) -> None:
+    with psycopg.connect(postgresql_store, autocommit=True) as raw:  # what 3 wrote, by hand
+        raw.execute("CREATE TABLE gmchat_schema (version INTEGER NOT NULL)")
+        for statement in MIGRATIONS[3].split(";"):
+            if statement.strip():
+                raw.execute(statement)
+        raw.execute("INSERT INTO gmchat_schema (version) VALUES (3)")
+        raw.execute(
+            "INSERT INTO conversations (id, actor_id, created_at, updated_at) "
+            "VALUES ('c1', 'alice', 1, 1)"
+        )
+        raw.execute(
+            "INSERT INTO turns (conversation_id, id, state, started_at, input_hash) "
+            "VALUES ('c1', 't1', 'done', 1, 'h')"
+        )
+
+    with ChatStore(postgresql_store) as store:
+        old = store.turn("c1", "t1")
+        assert old is not None and old.input is None and old.input_hash == "h"
+        store.admit_turn("c1", "t2", "h2", text="kept")
+        kept = store.turn("c1", "t2")
+        assert kept is not None and kept.input == "kept"
+    with psycopg.connect(postgresql_store) as raw:
+        assert raw.execute("SELECT MAX(version) FROM gmchat_schema").fetchone() == (
+            SCHEMA_VERSION,
+        )
 
 
 def test_a_database_of_a_newer_schema_is_refused_and_left_alone(postgresql_store: str) -> None:

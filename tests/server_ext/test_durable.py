@@ -19,6 +19,7 @@ import psycopg
 import pytest
 import websockets
 
+from gmchat_nb.core.store import ChatStore
 from tests.postgresql import fresh_schema
 
 from .jupyter_process import AUTH
@@ -273,9 +274,12 @@ def test_bad_admissions_name_what_is_wrong(server: Server) -> None:
         assert response.json()["error"] == code
 
 
-async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
+async def test_a_reading_turn_cut_by_kill_9_goes_on_after_restart_and_ends_once(
     tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor
 ) -> None:
+    """Killed in its pause after a search (a read: it may run again), the admitted turn is
+    taken up by the restarted server from its last committed step; its journal goes on after
+    the last event the first server wrote and ends in one ``done``; a retry is that turn."""
     home = tmp_path_factory.mktemp("durable-kill")
     store = store_for(home)
     first = Server(home, ROUNDS, store=store)
@@ -290,12 +294,23 @@ async def test_a_turn_cut_by_kill_9_ends_in_one_terminal_event_after_restart(
     second = Server(home, ROUNDS, store=store)
     try:
         rest = await read_frames(second, conversation, after=early[-1][0])
-        assert [event["type"] for _, event in rest] == ["error"]
-        assert rest[0][1]["code"] == "interrupted" and rest[0][0] == early[-1][0] + 1
+        # the restarted server's script begins again: another search, then the answer
+        types = [event["type"] for _, event in rest]
+        assert types == ["tool_call", "tool_result", "text_chunk", "text_chunk", "text_chunk",
+                         "done"]  # fmt: skip
+        ids = [frame_id for frame_id, _ in early + rest]
+        assert ids == list(range(1, len(ids) + 1))  # no gap, no duplicate across the restart
+        assert {event["turn_id"] for _, event in early + rest} == {"killed-turn"}
+        sequences = [event["sequence"] for _, event in rest]
+        assert sequences == ids[2:]
         retried = admit(second, conversation, "killed-turn")  # the client retries its POST
-        assert retried.status_code == 202 and retried.json()["state"] == "interrupted"
-        again = await read_frames(second, conversation, after=rest[0][0], idle_seconds=1.0)
+        assert retried.status_code == 202 and retried.json()["state"] == "done"
+        again = await read_frames(second, conversation, after=ids[-1], idle_seconds=1.0)
         assert again == []  # one terminal event, and no second turn
+        with ChatStore(store) as stored:
+            messages = stored.messages(conversation, turn_id="killed-turn")
+        assert [m.content for m in messages if m.role == "user"] == ["List parts"]  # once
+        assert messages[-1].role == "assistant" and messages[-1].content == "Parts are listed."
     finally:
         second.stop()
 

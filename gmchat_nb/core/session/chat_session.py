@@ -40,7 +40,7 @@ from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent
 from ..ratelimit import RateLimiter
 from ..recovery import OWNER, close_turn, driving, recover
 from ..settings import ChatSettings
-from ..store import ChatStore, ConfirmationRecord, StoredMessage
+from ..store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 from .actor import Actor
 from .confirmations import UNAVAILABLE, ConfirmationWaiter, resumed_turn
 from .context import bounded_context
@@ -185,6 +185,26 @@ class ChatSession:
         finally:
             self._busy = False
 
+    async def continue_turn(
+        self, turn: TurnRecord, *, transport: Transport = "sse"
+    ) -> AsyncIterator[ChatEvent]:
+        """Run again an admitted turn a crash cut off before any data change (this process owns
+        it now: :func:`~gmchat_nb.core.recovery.take_over_resumable`). One that never started
+        runs from its text; one cut off mid-way goes on from its last committed step (its
+        question and tool rounds are in the context, a round missing results as text) and its
+        journal after its last sequence: still exactly one terminal event."""
+        self.conversation_id = turn.conversation_id
+        if not self.store.messages(turn.conversation_id, turn_id=turn.id):
+            events = self.run_turn(turn.input, transport=transport, turn_id=turn.id)
+        elif self._busy:
+            events = _single(error_event("turn_in_progress"))
+        else:
+            self._admitted = True
+            state = TurnState(turn_id=turn.id)
+            events = self._exclusively(self._drive(state, transport, None, continued=True))
+        async for event in events:
+            yield event
+
     def _admit(self, text: str) -> Error | None:
         """Close what earlier turns left open, check budgets and confirmations, and make sure
         the conversation exists and is named; an error event when the turn may not start."""
@@ -250,13 +270,16 @@ class ChatSession:
         if record is None:
             yield error_event(unavailable_code, message=UNAVAILABLE)
             return
+        state = TurnState.from_dict(record.turn_state.get("state", {}))
+        decision: Decision = "confirmed" if confirmed else "rejected"
+        async for event in self._exclusively(self._drive(state, transport, (record, decision))):
+            yield event
+
+    async def _exclusively(self, events: AsyncIterator[ChatEvent]) -> AsyncIterator[ChatEvent]:
+        """``events`` with the session busy while they run: one turn at a time."""
         self._busy = True
         try:
-            async for event in self._drive(
-                TurnState.from_dict(record.turn_state.get("state", {})),
-                transport,
-                (record, "confirmed" if confirmed else "rejected"),
-            ):
+            async for event in events:
                 yield event
         finally:
             self._busy = False
@@ -366,6 +389,7 @@ class ChatSession:
         state: TurnState,
         transport: Transport,
         resumed: tuple[ConfirmationRecord, Decision] | None,
+        continued: bool = False,
     ) -> AsyncIterator[ChatEvent]:
         """Run (or resume) the loop, numbering, journaling and auditing every event.
 
@@ -377,8 +401,10 @@ class ChatSession:
         """
         assert self.conversation_id is not None
         conversation_id = self.conversation_id
-        # A resumed turn goes on numbering where its journal stopped.
-        sequence = self.store.last_sequence(conversation_id, state.turn_id) if resumed else 0
+        # A resumed or continued turn goes on numbering where its journal stopped.
+        sequence = (
+            self.store.last_sequence(conversation_id, state.turn_id) if resumed or continued else 0
+        )
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
         loop = self._loop(transport)
@@ -568,3 +594,7 @@ class ChatSession:
             self.store.finish_confirmation(
                 self.conversation_id, confirmation_id, "expired", now=self.clock()
             )
+
+
+async def _single(event: ChatEvent) -> AsyncIterator[ChatEvent]:
+    yield event

@@ -109,7 +109,11 @@ CREATE TABLE IF NOT EXISTS usage_totals (
 )
 """
 
-MIGRATIONS: Final[dict[int, str]] = {3: _VERSION_3}
+_VERSION_4: Final = """
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS input TEXT
+"""
+
+MIGRATIONS: Final[dict[int, str]] = {3: _VERSION_3, 4: _VERSION_4}
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""
 

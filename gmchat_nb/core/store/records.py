@@ -85,6 +85,7 @@ class TurnRecord:
     input_hash: str | None = None  # set when the turn was admitted under a client's turn id
     admitted_position: int | None = None  # the journal position it was admitted after
     cancel_command: str | None = None  # the command id of an explicit cancel, if one came
+    input: str | None = None  # an admitted turn's text (to run it again after a crash)
 
 
 @dataclass(frozen=True, slots=True)

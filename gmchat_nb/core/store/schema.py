@@ -7,12 +7,13 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
 client replays after) and turns their admission (``input_hash``, ``cancel_command``); an older
-file gets the columns, positions numbered in journal order, when it is opened."""
+file gets the columns, positions numbered in journal order, when it is opened. Version 4 keeps
+an admitted turn's ``input`` (its text), so a turn a crash cut off can be run again."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -77,6 +78,7 @@ CREATE TABLE IF NOT EXISTS turns (
     input_hash TEXT,
     admitted_position INTEGER,
     cancel_command TEXT,
+    input TEXT,
     PRIMARY KEY (conversation_id, id)
 );
 CREATE INDEX IF NOT EXISTS turns_by_state ON turns (state, conversation_id);
@@ -126,10 +128,15 @@ def apply_schema(connection: sqlite3.Connection, path: str) -> None:
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-# version 3's columns, added to tables an older version created
+# versions 3's and 4's columns, added to tables an older version created
 _COLUMNS: Final = {
     "events": {"position": "INTEGER"},
-    "turns": {"input_hash": "TEXT", "admitted_position": "INTEGER", "cancel_command": "TEXT"},
+    "turns": {
+        "input_hash": "TEXT",
+        "admitted_position": "INTEGER",
+        "cancel_command": "TEXT",
+        "input": "TEXT",
+    },
 }
 
 

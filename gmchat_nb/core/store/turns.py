@@ -65,6 +65,7 @@ def _turn(row: Row) -> TurnRecord:
         input_hash=row["input_hash"],
         admitted_position=row["admitted_position"],
         cancel_command=row["cancel_command"],
+        input=row["input"],
     )
 
 
@@ -105,10 +106,17 @@ class Turns(Database):
             insert_events(connection, conversation_id, turn_id, journal, at)
 
     def admit_turn(
-        self, conversation_id: str, turn_id: str, input_hash: str, *, owner: str = ""
+        self,
+        conversation_id: str,
+        turn_id: str,
+        input_hash: str,
+        *,
+        owner: str = "",
+        text: str | None = None,
     ) -> Admission:
         """Admit a turn under the client's ``turn_id`` before any work: stored as ``accepted``
-        with the hash of its input. The same id with the same input is the same admission again
+        with the hash of its input (and the input ``text``, which lets a server that restarts
+        after a crash run it again). The same id with the same input is the same admission again
         (``created`` False); with another input it is a :class:`TurnConflict`."""
         at = time.time()
         with self._write() as connection:
@@ -130,8 +138,8 @@ class Turns(Database):
             touch(connection, conversation_id, at)
             connection.execute(
                 "INSERT INTO turns (conversation_id, id, state, owner, started_at, input_hash, "
-                "admitted_position) VALUES (?, ?, 'accepted', ?, ?, ?, ?)",
-                (conversation_id, turn_id, owner, at, input_hash, position),
+                "admitted_position, input) VALUES (?, ?, 'accepted', ?, ?, ?, ?, ?)",
+                (conversation_id, turn_id, owner, at, input_hash, position, text),
             )
         return Admission(conversation_id, turn_id, "accepted", int(position), True)
 
@@ -165,6 +173,17 @@ class Turns(Database):
             )
             connection.cancelled.add((conversation_id, turn_id))
         return "cancelled"
+
+    def take_over_turn(self, turn: TurnRecord, owner: str) -> bool:
+        """Make ``owner`` the turn's owner, only while it is as ``turn`` says (same state, same
+        owner): of two servers that would run a dead process's turn again, one wins."""
+        with self._write() as connection:
+            moved = connection.execute(
+                "UPDATE turns SET owner = ? WHERE conversation_id = ? AND id = ? AND state = ? "
+                "AND owner = ?",
+                (owner, turn.conversation_id, turn.id, turn.state, turn.owner),
+            )
+            return moved.rowcount == 1
 
     def turn(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
         """The turn's lifecycle row, or ``None`` (turns written before store version 2 have
