@@ -77,9 +77,7 @@ def test_a_version_3_database_is_migrated_and_keeps_its_rows(postgresql_store: s
         kept = store.turn("c1", "t2")
         assert kept is not None and kept.input == "kept"
     with psycopg.connect(postgresql_store) as raw:
-        assert raw.execute("SELECT MAX(version) FROM gmchat_schema").fetchone() == (
-            SCHEMA_VERSION,
-        )
+        assert raw.execute("SELECT MAX(version) FROM gmchat_schema").fetchone() == (SCHEMA_VERSION,)
 
 
 def test_a_database_of_a_newer_schema_is_refused_and_left_alone(postgresql_store: str) -> None:
