@@ -117,8 +117,8 @@ class Chat:
 
     Arguments override ``settings`` (a YAML path, a mapping or :class:`ChatSettings`):
     ``project`` (a demo name, a GraphQL URL, a schema or a :class:`Project`), ``provider`` (a spec
-    such as ``"openai:gpt-4.1-mini"`` or a provider object), ``store`` (a path, ``":memory:"`` or
-    a :class:`ChatStore`), ``record_to`` (record the provider's responses into a cassette).
+    such as ``"openai:gpt-4.1-mini"`` or a provider object), ``store`` (a path, ``":memory:"``,
+    a ``postgresql://`` URL or a :class:`ChatStore`), ``record_to`` (record the provider's responses into a cassette).
     """
 
     def __init__(

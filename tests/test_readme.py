@@ -54,9 +54,12 @@ PRINTS = {
     "--compare offline": "Failures of offline:",
     "gmchat doctor": "A chat turn can work with this provider.",
     "$U/conversations/$C/events": '"sequence": 1',
+    "8891/gmchat/chat/conversations/$C/events": '"turn_id": "hub-0001"',
     "/turns/turn-0001/cancel": '"result": "too_late"',
     '--provider "local:': '] query {"manager": ',
 }
+# The hub example's database is the tests' PostgreSQL server (a fresh schema of it).
+README_DATABASE = "postgresql://chat:secret@db.internal:5432/gmchat"
 # The eval CLI exits 1 when a case failed (documented): the offline model fails some.
 EVAL_CLI = "python -m gmchat_nb.evals"
 
@@ -152,11 +155,15 @@ def test_every_excuse_matches_a_readme_command() -> None:
 
 
 def test_the_shell_examples_run_as_written(
-    environment: dict[str, str], background: Background
+    environment: dict[str, str], background: Background, postgresql_store: str
 ) -> None:
-    ran = run_examples(
-        [c for c in shell_commands() if not c.startswith(LOCAL_MODEL)], environment, background
-    )
+    commands = [
+        command.replace(README_DATABASE, postgresql_store)
+        for command in shell_commands()
+        if not command.startswith(LOCAL_MODEL)
+    ]
+    assert any(postgresql_store in command for command in commands)
+    ran = run_examples(commands, environment, background)
     (ROOT / "report.html").unlink(missing_ok=True)  # what the --report-html example writes
     assert ran >= 12
 

@@ -41,7 +41,12 @@ class GMChat(ExtensionApp):
     project = Unicode(
         None, allow_none=True, config=True, help="A demo name or a GraphQL endpoint URL."
     )
-    store = Unicode(None, allow_none=True, config=True, help="The SQLite store's path.")
+    store = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="The chat store: a SQLite file's path or a postgresql:// URL (a hub's shared store).",
+    )
     url = Unicode(
         None, allow_none=True, config=True, help="Route prefix under base_url (gmchat/chat/)."
     )

@@ -664,6 +664,8 @@ def test_default_path_prefers_gmchat_store(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("GMCHAT_STORE", str(tmp_path / "explicit.sqlite3"))
 
     assert ChatStore.default_path() == tmp_path / "explicit.sqlite3"
+    monkeypatch.setenv("GMCHAT_STORE", "postgresql://chat@db.internal/hub")
+    assert ChatStore.default_path() == "postgresql://chat@db.internal/hub"  # not a folded Path
 
 
 def test_default_path_is_in_the_jupyter_data_dir(

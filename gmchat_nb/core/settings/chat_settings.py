@@ -187,8 +187,8 @@ class ChatSettings:
     * ``audit.level`` is stored as ``"tool_calls"`` when given as ``"all"``.
 
     Added for gmchat_nb: ``project`` (a demo name or an http(s) GraphQL URL), ``exposed_managers``
-    (``None`` = all the project lists), ``store`` (``None`` = the default SQLite file, a path, or
-    ``":memory:"``), ``hooks`` (event -> tuple of callables or dotted paths, events in
+    (``None`` = all the project lists), ``store`` (``None`` = the default SQLite file, a path,
+    ``":memory:"`` or a ``postgresql://`` URL), ``hooks`` (event -> tuple of callables or dotted paths, events in
     :data:`HOOK_EVENTS`) and ``headers`` (HTTP headers sent to a remote project).
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``

@@ -187,9 +187,12 @@ class Database:
         return self._backend.kind
 
     @staticmethod
-    def default_path() -> Path:
-        """``$GMCHAT_STORE`` when set, else ``<Jupyter data dir>/gmchat_nb/chat.sqlite3``."""
+    def default_path() -> Path | str:
+        """``$GMCHAT_STORE`` when set (a path, or a ``postgresql://`` URL as it is), else
+        ``<Jupyter data dir>/gmchat_nb/chat.sqlite3``."""
         configured = os.environ.get("GMCHAT_STORE")
+        if configured and is_postgresql_url(configured):
+            return configured  # a Path would fold its "//"
         if configured:
             return Path(configured).expanduser()
         return _jupyter_data_dir() / "gmchat_nb" / "chat.sqlite3"
