@@ -33,7 +33,7 @@ from ..core.session.messages import text_refusal
 from ..core.store.records import FINAL_TURN_STATES
 from ..core.store.turns import TurnConflict, input_hash
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
-from .requests import Refused, optional_string, required_string
+from .requests import Refused, journal_cursor, optional_string, required_string
 from .sessions import TurnBusy
 from .sse import KEEPALIVE
 
@@ -204,11 +204,8 @@ class ConversationEventsHandler(DurableHandler):
         raw = self.request.headers.get("Last-Event-ID")
         if raw is None:
             raw = self.get_query_argument("after", "0")
-        try:
-            cursor = int(raw.strip())
-        except ValueError:
-            cursor = -1
-        if cursor < 0:
+        cursor = journal_cursor(raw)
+        if cursor is None:
             raise Refused(400, "bad_event", "The cursor (Last-Event-ID or after) must be a whole "
                           "number of 0 or more.")  # fmt: skip
         return cursor

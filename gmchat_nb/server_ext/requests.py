@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind, lone_surrogate_at
 
-__all__ = ["Refused", "decode_object", "optional_string", "required_string"]
+__all__ = ["Refused", "decode_object", "journal_cursor", "optional_string", "required_string"]
 
 
 class Refused(Exception):
@@ -96,3 +96,16 @@ def _check_unicode(value: str, key: str, code: str, what: str) -> None:
 
 def _too_deep(what: str) -> str:
     return f"{what} nests JSON more than {MAX_JSON_DEPTH} levels deep."
+
+
+MAX_CURSOR_DIGITS = 18  # a journal position always fits a 64-bit integer with room to spare
+
+
+def journal_cursor(raw: str) -> int | None:
+    """A journal cursor (``Last-Event-ID``, ``after``) as a whole number >= 0, or None for
+    anything else: only ASCII digits (``int`` would also take "١", "1_0" or " +1"), and not so
+    many that no store could compare it."""
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > MAX_CURSOR_DIGITS:
+        return None
+    return int(text)

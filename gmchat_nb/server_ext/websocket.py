@@ -35,7 +35,13 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..core.events import ChatEvent, error_event
 from ..core.session import ChatSession
 from .handlers import AUTH_RESOURCE, NO_PENDING_CONFIRMATION, UNAVAILABLE, UNKNOWN_CONVERSATION
-from .requests import Refused, decode_object, optional_string, required_string
+from .requests import (
+    Refused,
+    decode_object,
+    journal_cursor,
+    optional_string,
+    required_string,
+)
 from .sessions import ChatRuntime, TurnBusy, TurnRun
 
 __all__ = ["ChatSocket"]
@@ -117,9 +123,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             return self.send_error_event(
                 "bad_event", "No conversation with that id belongs to you."
             )
-        if not raw.isdigit():
+        cursor = journal_cursor(raw)
+        if cursor is None:
             return self.send_error_event("bad_event", "'after' must be a whole number >= 0.")
-        cursor = int(raw)
         while entries := await self.runtime.on_engine(store.journal_after, record.id, cursor):
             for entry in entries:
                 frame = {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}

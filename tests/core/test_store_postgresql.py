@@ -149,6 +149,28 @@ def test_notifications_of_other_programs_on_the_channel_are_ignored(postgresql_s
         assert woken == [conversation]
 
 
+def test_the_listening_thread_comes_back_after_its_connection_was_cut(
+    postgresql_store: str,
+) -> None:
+    with ChatStore(postgresql_store) as reader, ChatStore(postgresql_store) as writer:
+        conversation = writer.create_conversation("alice").id
+        heard = threading.Event()
+        reader.on_journal(lambda _conversation_id: heard.set())
+        with psycopg.connect(postgresql_store, autocommit=True) as admin:
+            cut = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN %'"
+            ).fetchall()
+        assert cut, "the listening connection was not found"
+        # Notifications sent while it is away are lost (readers fall back to their keep-alive);
+        # once it listens again, the next write wakes the reader.
+        for sequence in range(1, 41):
+            writer.append_event(conversation, "turn-1", sequence, {"type": "text_chunk"})
+            if heard.wait(0.5):
+                break
+        assert heard.is_set(), "no wake-up after the listening connection was cut"
+
+
 def test_a_rolled_back_write_wakes_nobody(postgresql_store: str) -> None:
     with ChatStore(postgresql_store) as reader, ChatStore(postgresql_store) as writer:
         conversation = writer.create_conversation("alice").id

@@ -198,8 +198,11 @@ async def test_cursors_ahead_pruned_or_malformed_are_refused(server: Server) -> 
         "requested_sequence": 999,
         "latest_sequence": len(frames),
     }
-    for bad in ("-1", "x", "1.5"):
+    for bad in ("-1", "x", "1.5", "1_0", "+1", "9" * 19):
         refused = await http("GET", url, headers={**AUTH, "Last-Event-ID": bad})
+        assert refused.status_code == 400 and refused.json()["error"] == "bad_event"
+    for bad in ("\u00b2", "\u0661"):  # digits to str.isdigit or int(), not to a cursor
+        refused = await http("GET", url, params={"after": bad}, headers=AUTH)
         assert refused.status_code == 400 and refused.json()["error"] == "bad_event"
     prune_events(server.store, conversation, 2)  # retention pruned the first two events
     gone = await http("GET", url, params={"after": "1"}, headers=AUTH)
@@ -373,6 +376,11 @@ async def test_a_websocket_replays_the_journal_after_its_cursor(server: Server) 
         server.ws_url + "?conversation_id=nope&after=0", additional_headers=AUTH
     ) as ws:
         assert json.loads(await asyncio.wait_for(ws.recv(), 5))["code"] == "bad_event"
+    for bad in ("%C2%B2", "9" * 40):  # "²" is a digit to str.isdigit but not to int()
+        url = server.ws_url + f"?conversation_id={conversation}&after={bad}"
+        async with websockets.connect(url, additional_headers=AUTH) as ws:
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert refused["code"] == "bad_event" and "'after'" in refused["message"]
 
 
 async def test_two_servers_on_one_postgresql_store_serve_one_user_s_conversation(
