@@ -163,3 +163,42 @@ async def test_a_mutation_whose_reply_was_lost_has_an_unknown_outcome(
             assert graphql.count("Spring") == 1
         finally:
             second.stop()
+
+
+async def test_an_admitted_turn_killed_after_its_mutation_is_closed_never_run_again(
+    tmp_path: Path,
+) -> None:
+    """A durable turn whose data change may have happened is not continued after the restart
+    (as reading turns are): it is closed with the mutation's outcome unknown, and it ran once."""
+    with graphql_server() as graphql:
+        settings = {"project": graphql.url, "chat_settings": {"allowed_mutations": ["createPart"]}}
+        first = JupyterServer(tmp_path, [{"tool_calls": [CREATE]}, {"text": "Added."}], **settings)
+        graphql.after_mutation = lambda: os.kill(first.process.pid, signal.SIGKILL)
+        try:
+            admitted = await post(
+                first.chat_url + "turns/", {"turn_id": "add-spring", "text": "Add Spring"}
+            )
+            assert admitted.status_code == 202
+            first.process.wait(timeout=10)
+        finally:
+            first.stop()
+        graphql.after_mutation = None
+        assert graphql.count("Spring") == 1
+
+        second = JupyterServer(tmp_path, [{"text": "Added again."}], **settings)
+        try:
+            cid = admitted.json()["conversation_id"]
+            with ChatStore(second.store_path) as store:
+                turn = store.turn(cid, "add-spring")
+                assert turn is not None and turn.state == "interrupted"
+                journal = store.events(cid, turn_id="add-spring")
+                assert [e["type"] for e in journal][-2:] == ["tool_result", "error"]
+                assert journal[-2]["result"]["code"] == "unknown_outcome"
+            retried = await post(
+                second.chat_url + "turns/", {"turn_id": "add-spring", "text": "Add Spring"}
+            )
+            assert retried.json()["state"] == "interrupted"
+            await asyncio.sleep(1.0)  # a continued turn would have run by now
+            assert graphql.count("Spring") == 1
+        finally:
+            second.stop()
