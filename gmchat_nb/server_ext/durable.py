@@ -66,7 +66,8 @@ class DurableHandler(GMChatHandler):
         self.set_status(status)
         self.finish(json.dumps(body))
 
-    def refused(self, refused: Refused) -> None:
+    def refuse(self, refused: Refused) -> None:
+        """The durable routes' envelope: ``{"error": code, "message"}``."""
         self.answer(refused.status, {"error": refused.code, "message": refused.message})
 
     async def own_conversation(self, conversation_id: str) -> None:
@@ -94,7 +95,7 @@ class TurnsHandler(DurableHandler):
             )
             admitted = await self.runtime.engine.run(self._admit(turn_id, text, conversation_id))
         except Refused as refused:
-            return self.refused(refused)
+            return self.refuse(refused)
         self.answer(202, admitted)
 
     async def _admit(self, turn_id: str, text: str, conversation_id: str | None) -> dict[str, Any]:
@@ -170,7 +171,7 @@ class ConversationEventsHandler(DurableHandler):
             latest = await self.runtime.on_engine(store.last_position, conversation_id)
             earliest = await self.runtime.on_engine(store.first_position, conversation_id)
         except Refused as refused:
-            return self.refused(refused)
+            return self.refuse(refused)
         if cursor > latest:
             return self.answer(
                 409,
@@ -254,7 +255,7 @@ class CancelHandler(DurableHandler):
             if result is None:
                 raise Refused(404, "bad_event", "No turn with that id in this conversation.")
         except Refused as refused:
-            return self.refused(refused)
+            return self.refuse(refused)
         run = self.runtime.running_turn(conversation_id)
         if result == "cancelled" and run is not None and run.turn_id == turn_id:
             run.cancel()

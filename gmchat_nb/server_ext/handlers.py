@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -22,6 +23,7 @@ from tornado import web
 
 from ..core.events import Error, TextChunk, error_event
 from ..core.session import Actor, ChatSession
+from ..core.store import StoreUnavailableError
 from .requests import Refused, decode_object, optional_string, required_string
 from .sessions import ChatRuntime, Delivery, TurnBusy, TurnRun, conversation_json
 
@@ -68,6 +70,11 @@ def envelope(deliveries: list[Delivery], conversation_id: str | None) -> str:
     )
 
 
+STORE_UNAVAILABLE = (StoreUnavailableError, sqlite3.OperationalError)
+"""What a store raises when it cannot be used right now (its database server away, a SQLite
+file locked past the timeout or full): the documented ``chat_error``, never an unhandled error."""
+
+
 class GMChatHandler(APIHandler):
     """Shared plumbing: the runtime, the actor, body parsing, the permission hook."""
 
@@ -100,6 +107,16 @@ class GMChatHandler(APIHandler):
         self.set_status(refused.status)
         event = error_event(refused.code, message=refused.message)
         self.finish(json.dumps({"events": [event.to_dict()], "answer": ""}))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """A store that cannot be used right now (its database server restarting, a SQLite file
+        locked past the timeout or full) is the documented 503 ``chat_error`` in this route's
+        envelope, not an unhandled 500; Tornado has logged the reason."""
+        error = kwargs["exc_info"][1] if "exc_info" in kwargs else None
+        if isinstance(error, STORE_UNAVAILABLE):
+            self.refuse(Refused(503, "chat_error", UNAVAILABLE))
+            return
+        super().write_error(status_code, **kwargs)
 
     async def session_for(self, conversation_id: str | None) -> ChatSession:
         """A session for the request's conversation; a foreign or unknown id is a 404, a project

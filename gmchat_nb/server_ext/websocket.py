@@ -34,7 +34,13 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..core.events import ChatEvent, error_event
 from ..core.session import ChatSession
-from .handlers import AUTH_RESOURCE, NO_PENDING_CONFIRMATION, UNAVAILABLE, UNKNOWN_CONVERSATION
+from .handlers import (
+    AUTH_RESOURCE,
+    NO_PENDING_CONFIRMATION,
+    STORE_UNAVAILABLE,
+    UNAVAILABLE,
+    UNKNOWN_CONVERSATION,
+)
 from .requests import (
     Refused,
     decode_object,
@@ -105,7 +111,11 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.close(CLOSE_FORBIDDEN, "Forbidden.")
             return
         if self.get_query_argument("after", None) is not None:
-            await self._replay()
+            try:
+                await self._replay()
+            except STORE_UNAVAILABLE:
+                log.exception("gmchat could not replay the journal")
+                self.send_error_event("chat_error", UNAVAILABLE)
 
     async def _replay(self) -> None:
         """``?conversation_id=C&after=N``: first the conversation's journaled events after N,
@@ -153,6 +163,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
                 raise Refused(400, "bad_event", f"Unknown event type {str(kind)[:40]!r}.")
         except Refused as refused:
             self.send_error_event(refused.code, refused.message)
+        except STORE_UNAVAILABLE:  # the socket stays open: the client may ask again
+            log.exception("gmchat's store is unavailable")
+            self.send_error_event("chat_error", UNAVAILABLE)
 
     async def _message(self, payload: dict[str, Any]) -> None:
         if self._turn_running():

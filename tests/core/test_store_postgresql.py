@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from urllib.parse import quote
 
 import psycopg
 import pytest
 
-from gmchat_nb.core.store import SCHEMA_VERSION, ChatStore, StoreVersionError
-from gmchat_nb.core.store.postgresql_backend import StoreUnavailableError
+from gmchat_nb.core.store import (
+    SCHEMA_VERSION,
+    ChatStore,
+    StoreUnavailableError,
+    StoreVersionError,
+)
 from gmchat_nb.core.store.postgresql_schema import MIGRATIONS
 from gmchat_nb.core.text import without_password
 
@@ -190,9 +195,9 @@ def test_a_connection_the_server_dropped_is_replaced_on_next_use(postgresql_stor
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE pid <> pg_backend_pid() AND datname = current_database() "
-                "AND application_name = ''"
+                "AND application_name = 'gmchat_nb'"
             )
-        with pytest.raises(psycopg.OperationalError):
+        with pytest.raises(StoreUnavailableError, match="unreachable"):
             store.conversation(conversation)  # the statement that finds it broken fails
         assert store.conversation(conversation) is not None  # the next one reconnects
         store.append_message(conversation, "user", "still here")
@@ -207,7 +212,32 @@ def test_a_password_never_appears_in_the_location_or_errors(postgresql_server: s
     assert without_password("postgresql://db/chat") == "postgresql://db/chat"
     unreachable = f"postgresql://bob:{quote('s3cret')}@127.0.0.1:1/chat?connect_timeout=2"
 
-    with pytest.raises(StoreUnavailableError) as refused:
-        ChatStore(unreachable)
+    with ChatStore(unreachable) as store:  # opened: it may come up later
+        assert store.path.startswith("postgresql://bob:***@127.0.0.1:1/chat")
+        with pytest.raises(StoreUnavailableError) as refused:
+            store.conversations("alice")
     assert "s3cret" not in str(refused.value)
     assert "postgresql://bob:***@127.0.0.1:1/chat" in str(refused.value)
+
+
+def test_a_store_opened_before_its_database_existed_works_once_it_does(
+    postgresql_server: str,
+) -> None:
+    name = f"late_{uuid.uuid4().hex[:12]}"
+    url = postgresql_server.rsplit("/", 1)[0] + f"/{name}"
+    with ChatStore(url) as store:
+        with pytest.raises(StoreUnavailableError, match=f'database "{name}" does not exist'):
+            store.conversations("alice")
+        woken: list[str] = []
+        store.on_journal(woken.append)  # registered while it is away: kept for later
+        with psycopg.connect(postgresql_server, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        try:
+            conversation = store.create_conversation("alice", "Late")
+            store.append_event(conversation.id, "turn-1", 1, {"type": "done"})
+            assert store.conversations("alice") == [store.conversation(conversation.id)]
+            assert woken == [conversation.id]
+        finally:
+            store.close()
+            with psycopg.connect(postgresql_server, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -429,3 +429,48 @@ async def test_two_servers_on_one_postgresql_store_serve_one_user_s_conversation
     finally:
         for server in servers:
             server.stop()
+
+
+async def test_a_store_that_went_away_is_503_chat_error_until_it_is_back(
+    tmp_path_factory: pytest.TempPathFactory, postgresql_store: str
+) -> None:
+    """The database dropped the server's connections (a restart, a failover): the request that
+    finds out is the documented 503 ``chat_error`` in its route's envelope, never an unhandled
+    500, and the next one reconnects."""
+    hub = Server(tmp_path_factory.mktemp("hub-down"), ROUNDS, store=postgresql_store)
+
+    def cut() -> None:
+        with psycopg.connect(postgresql_store, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'gmchat_nb' AND pid <> pg_backend_pid()"
+            )
+
+    try:
+        conversation = new_conversation(hub)
+        cut()
+        listed = await http("GET", chat(hub) + "conversations/", headers=AUTH)
+        assert listed.status_code == 503
+        assert listed.json()["events"][0]["code"] == "chat_error"
+        assert (await http("GET", chat(hub) + "conversations/", headers=AUTH)).status_code == 200
+        cut()
+        refused = admit(hub, conversation, "after-cut")
+        assert refused.status_code == 503 and refused.json()["error"] == "chat_error"
+        assert admit(hub, conversation, "after-cut").status_code == 202  # the retry is admitted
+        frames = await read_frames(hub, conversation, after=0)
+        assert frames[-1][1]["type"] == "done"
+        cut()
+        url = hub.ws_url + f"?conversation_id={conversation}&after=0"
+        async with websockets.connect(url, additional_headers=AUTH) as ws:
+            refused_event = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert refused_event["type"] == "error" and refused_event["code"] == "chat_error"
+            ask = {"type": "message", "text": "List parts", "conversation_id": conversation}
+            await ws.send(json.dumps(ask))  # the socket stayed open; the store is back
+            while (event := json.loads(await asyncio.wait_for(ws.recv(), 10)))["type"] not in (
+                "done",
+                "error",
+            ):
+                pass
+            assert event["type"] == "done"
+    finally:
+        hub.stop()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from .confirmations import Confirmations
 from .conversations import Conversations
+from .database import StoreClosedError, StoreUnavailableError
 from .journal import EventJournal
 from .messages import Messages
 from .records import (
@@ -57,6 +58,8 @@ __all__ = [
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",
+    "StoreClosedError",
+    "StoreUnavailableError",
     "StoreVersionError",
     "StoredMessage",
     "TurnRecord",

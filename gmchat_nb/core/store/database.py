@@ -14,6 +14,7 @@ the parameter marks.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from ..text import clean_text
+from ..text import clean_text, without_password
 
 __all__ = [
     "Backend",
@@ -35,6 +36,7 @@ __all__ = [
     "Signal",
     "Statements",
     "StoreClosedError",
+    "StoreUnavailableError",
     "bindable",
     "is_postgresql_url",
     "time_or_now",
@@ -45,6 +47,11 @@ log = logging.getLogger(__name__)
 
 class StoreClosedError(RuntimeError):
     """The store was closed; open a new one."""
+
+
+class StoreUnavailableError(RuntimeError):
+    """The store cannot be used right now: its database server is down, restarting or refused
+    the connection, or its driver is missing. The message names the store (without password)."""
 
 
 Signal = tuple[str, str, str]
@@ -175,16 +182,26 @@ class Database:
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
-        self._backend = open_backend(os.fspath(path))
-        self.path = self._backend.location
+        self._location = os.fspath(path)
         self._lock = threading.Lock()
         self._listeners: dict[str, list[Callable[[str, str], None]]] = {}  # by signal kind
         self._closed = False
+        self._backend: Backend | None = None
+        self.path = without_password(self._location)
+        try:
+            self._backend = open_backend(self._location)
+            self.path = self._backend.location
+        except StoreUnavailableError:
+            # A database server that is down or restarting (a hub's servers may start before
+            # it): every call says so until one finds it back, then the store works.
+            if not is_postgresql_url(self._location):
+                raise
+            log.warning("the chat store %s is unavailable; trying again on use", self.path)
 
     @property
     def backend(self) -> str:
         """``"sqlite"`` or ``"postgresql"``."""
-        return self._backend.kind
+        return "postgresql" if is_postgresql_url(self._location) else "sqlite"
 
     @staticmethod
     def default_path() -> Path | str:
@@ -198,8 +215,13 @@ class Database:
         return _jupyter_data_dir() / "gmchat_nb" / "chat.sqlite3"
 
     def _open(self) -> Backend:
+        """The backend (under the lock), opened now if it was unavailable before."""
         if self._closed:
             raise StoreClosedError(f"the chat store {self.path} is closed")
+        if self._backend is None:
+            self._backend = open_backend(self._location)
+            if self._listeners:
+                self._backend.listen(self._hear)
         return self._backend
 
     @contextmanager
@@ -227,7 +249,7 @@ class Database:
 
     def _listen(self, kind: str, listener: Callable[[str, str], None]) -> Callable[[], None]:
         self._listeners.setdefault(kind, []).append(listener)
-        with self._lock:
+        with self._lock, contextlib.suppress(StoreUnavailableError):  # else listens once open
             self._open().listen(self._hear)
         return lambda: self._listeners[kind].remove(listener)
 
@@ -252,8 +274,8 @@ class Database:
     def journal_mode(self) -> str:
         """SQLite's journal mode for this connection (``"wal"`` for files, ``"memory"`` else);
         ``"postgresql"`` on PostgreSQL."""
-        if self._backend.kind != "sqlite":
-            return self._backend.kind
+        if self.backend != "sqlite":
+            return self.backend
         return str(self._read("PRAGMA journal_mode")[0][0]).lower()
 
     def close(self) -> None:
@@ -261,7 +283,8 @@ class Database:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._backend.close()
+                if self._backend is not None:
+                    self._backend.close()
 
     def __enter__(self) -> Self:
         return self

@@ -34,20 +34,17 @@ from functools import lru_cache
 from typing import Any
 
 from ..text import without_password
-from .database import Signal
+from .database import Signal, StoreUnavailableError
 from .postgresql_schema import migrate
 
-__all__ = ["PostgresBackend", "PostgresRow", "StoreUnavailableError", "translate"]
+__all__ = ["PostgresBackend", "PostgresRow", "translate"]
 
 log = logging.getLogger(__name__)
 
 WRITER_LOCK = 0x676D636861745F6E  # the advisory lock every write holds ("gmchat_n")
 LISTEN_POLL_SECONDS = 0.5  # how often the listening thread looks whether it should stop
 REPLACEMENT = "\ufffd"
-
-
-class StoreUnavailableError(RuntimeError):
-    """The PostgreSQL store cannot be used: psycopg is missing or the server refused."""
+APP = "gmchat_nb"  # the connections' application_name
 
 
 @lru_cache(maxsize=1024)
@@ -111,6 +108,8 @@ class PostgresBackend:
         self._dsn = location
         self.location = without_password(location)
         self._token = uuid.uuid4().hex  # tells this connection's notifications from others'
+        # named for pg_stat_activity, unless the URL names it
+        self._application = {} if "application_name" in location else {"application_name": APP}
         self._connection = self._connect()
         schema = str(self._connection.execute("SELECT current_schema()").fetchone()[0])
         # one channel per schema: stores in other schemas of the database never wake this one
@@ -128,7 +127,9 @@ class PostgresBackend:
 
     def _connect(self) -> Any:
         try:
-            connection = self._psycopg.connect(self._dsn, autocommit=True, row_factory=_row_factory)
+            connection = self._psycopg.connect(
+                self._dsn, autocommit=True, row_factory=_row_factory, **self._application
+            )
             # SQLite's promise (WAL, synchronous=NORMAL): a power cut may lose the last commits,
             # never consistency; a commit does not wait for its WAL flush.
             connection.execute("SET synchronous_commit TO off")
@@ -145,22 +146,36 @@ class PostgresBackend:
             self._connection = self._connect()
         return self._connection
 
+    @contextmanager
+    def _reachable(self) -> Iterator[None]:
+        # A server that went away (a restart, a failover, a cut network) is "unavailable" to
+        # callers, who answer 503 and try again later; the next statement reconnects.
+        try:
+            yield
+        except self._psycopg.OperationalError as error:
+            raise StoreUnavailableError(
+                f"the chat store {self.location} is unreachable: {str(error).strip()}"
+            ) from error
+
     def execute(self, sql: str, parameters: tuple[Any, ...]) -> Any:
-        if not parameters:
-            return self._live().execute(sql)
-        return self._live().execute(translate(sql), _storable(parameters))
+        with self._reachable():
+            if not parameters:
+                return self._live().execute(sql)
+            return self._live().execute(translate(sql), _storable(parameters))
 
     def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> Any:
-        cursor = self._live().cursor()
-        cursor.executemany(translate(sql), [_storable(row) for row in rows])
-        return cursor
+        with self._reachable():
+            cursor = self._live().cursor()
+            cursor.executemany(translate(sql), [_storable(row) for row in rows])
+            return cursor
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """``BEGIN`` and the writer lock … ``COMMIT`` (``ROLLBACK`` when the body raises)."""
-        connection = self._live()
-        # one round trip for both: a turn writes several times, each a few round trips
-        connection.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+        with self._reachable():
+            connection = self._live()
+            # one round trip for both: a turn writes several times, each a few round trips
+            connection.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
         try:
             yield
         except BaseException:
@@ -168,7 +183,8 @@ class PostgresBackend:
                 with suppress(self._psycopg.Error):  # the error that got here is the one to see
                     connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
+        with self._reachable():
+            connection.execute("COMMIT")
 
     def announce(self, signals: list[Signal]) -> None:
         for signal in signals:
@@ -189,7 +205,7 @@ class PostgresBackend:
         psycopg = self._psycopg
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True) as connection:
+                with psycopg.connect(self._dsn, autocommit=True, **self._application) as connection:
                     connection.execute(
                         psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(self._channel))
                     )
