@@ -1,7 +1,8 @@
 """kill -9 mid-turn, then a restart on the same store: the turn a dead server left open is closed
 as interrupted at start-up, and a mutation whose reply was lost has an *unknown outcome* — shown
 to the model and the user, its confirmation final, never retried. Real `jupyter server`
-processes, real httpx and `websockets` clients, a real GraphQL server for the mutation."""
+processes, real httpx and `websockets` clients, a real GraphQL server for the mutation; each on
+a SQLite file and on a PostgreSQL schema."""
 
 from __future__ import annotations
 
@@ -61,8 +62,12 @@ async def sse_until(
     raise AssertionError(f"no {wanted} in {frames}")
 
 
-async def test_a_turn_killed_mid_way_is_closed_at_start_up(tmp_path: Path) -> None:
-    first = JupyterServer(tmp_path, [{"tool_calls": [QUERY_PARTS]}, {"delay_seconds": 60}])
+async def test_a_turn_killed_mid_way_is_closed_at_start_up(
+    tmp_path: Path, store_location: str
+) -> None:
+    first = JupyterServer(
+        tmp_path, [{"tool_calls": [QUERY_PARTS]}, {"delay_seconds": 60}], store=store_location
+    )
     try:
 
         async def kill() -> None:
@@ -72,13 +77,13 @@ async def test_a_turn_killed_mid_way_is_closed_at_start_up(tmp_path: Path) -> No
         frames = await sse_until(first.chat_url, {"text": "Which parts?"}, "tool_result", then=kill)
     finally:
         first.stop()
-    with ChatStore(first.store_path) as store:
+    with ChatStore(store_location) as store:
         cid = only_conversation(store)
         assert [t.state for t in store.turns(state="running")] == ["running"]
 
-    second = JupyterServer(tmp_path, [{"text": "Back again."}])
+    second = JupyterServer(tmp_path, [{"text": "Back again."}], store=store_location)
     try:
-        with ChatStore(second.store_path) as store:  # closed at start-up, before any request
+        with ChatStore(store_location) as store:  # closed at start-up, before any request
             assert store.turns(state="running") == []
             journal = store.events(cid)
             assert [e["type"] for e in journal] == [f["type"] for f in frames] + ["error"]
@@ -94,11 +99,12 @@ async def test_a_turn_killed_mid_way_is_closed_at_start_up(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("transport", ["websocket", "sse"])
 async def test_a_mutation_whose_reply_was_lost_has_an_unknown_outcome(
-    tmp_path: Path, transport: str
+    tmp_path: Path, transport: str, store_location: str
 ) -> None:
     with graphql_server() as graphql:
         settings = {
             "project": graphql.url,
+            "store": store_location,
             "chat_settings": {
                 "allowed_mutations": ["createPart"],
                 "confirm_mutations": ["createPart"],
@@ -137,7 +143,7 @@ async def test_a_mutation_whose_reply_was_lost_has_an_unknown_outcome(
 
         second = JupyterServer(tmp_path, [{"text": "I will check first."}], **settings)
         try:
-            with ChatStore(second.store_path) as store:
+            with ChatStore(store_location) as store:
                 cid = only_conversation(store)
                 confirmation = store.confirmation(cid, "call-1")
                 assert confirmation is not None and confirmation.state == "unknown"
@@ -166,12 +172,16 @@ async def test_a_mutation_whose_reply_was_lost_has_an_unknown_outcome(
 
 
 async def test_an_admitted_turn_killed_after_its_mutation_is_closed_never_run_again(
-    tmp_path: Path,
+    tmp_path: Path, store_location: str
 ) -> None:
     """A durable turn whose data change may have happened is not continued after the restart
     (as reading turns are): it is closed with the mutation's outcome unknown, and it ran once."""
     with graphql_server() as graphql:
-        settings = {"project": graphql.url, "chat_settings": {"allowed_mutations": ["createPart"]}}
+        settings = {
+            "project": graphql.url,
+            "store": store_location,
+            "chat_settings": {"allowed_mutations": ["createPart"]},
+        }
         first = JupyterServer(tmp_path, [{"tool_calls": [CREATE]}, {"text": "Added."}], **settings)
         graphql.after_mutation = lambda: os.kill(first.process.pid, signal.SIGKILL)
         try:
@@ -188,7 +198,7 @@ async def test_an_admitted_turn_killed_after_its_mutation_is_closed_never_run_ag
         second = JupyterServer(tmp_path, [{"text": "Added again."}], **settings)
         try:
             cid = admitted.json()["conversation_id"]
-            with ChatStore(second.store_path) as store:
+            with ChatStore(store_location) as store:
                 turn = store.turn(cid, "add-spring")
                 assert turn is not None and turn.state == "interrupted"
                 journal = store.events(cid, turn_id="add-spring")
