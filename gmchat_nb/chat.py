@@ -27,7 +27,7 @@ from .core.project.project import QueryOutcome
 from .core.providers.base import BaseLLMProvider
 from .core.providers.registry import create_provider
 from .core.providers.replay import RecordingProvider
-from .core.recovery import OWNER, hold
+from .core.recovery import OWNER, hold, take_over
 from .core.session import Actor, ChatSession, Hooks
 from .core.session.messages import conversation_title
 from .core.settings import ChatConfigurationError, ChatSettings, load_settings
@@ -217,18 +217,25 @@ class Chat:
 
         With ``turn_id`` (your idempotency key for this question) the turn is admitted under it
         first: asking again with the same id and text replays the turn's journaled events and
-        never runs it twice (another text under the same id is a ``ValueError``)."""
+        never runs it twice (another text under the same id is a ``ValueError``). A turn that a
+        dead kernel cut off before any data change goes on from its last committed step after
+        the replay, as a restarted server's does."""
         session = await self.session()
         if self._dates is None:
             self._dates = _date_columns(session.project)
         turn = Turn(question=text, date_columns=self._dates)
         self.turns.append(turn)
+        events: AsyncIterator[ChatEvent] | None = None
         if turn_id is not None and await self._admitted_before(session, text, turn_id):
-            for payload in session.store.events(str(session.conversation_id), turn_id=turn_id):
+            conversation_id = str(session.conversation_id)
+            for payload in session.store.events(conversation_id, turn_id=turn_id):
                 turn.events.append(payload)
                 yield event_from_dict(payload)
-            return
-        async for event in session.run_turn(text, turn_id=turn_id):
+            continued = take_over(session.store, conversation_id, turn_id)
+            if continued is None:
+                return
+            events = session.continue_turn(continued, transport="stream")
+        async for event in events or session.run_turn(text, turn_id=turn_id):
             turn.events.append(event.to_dict())
             if isinstance(event, ToolResult) and event.id in session.outcomes:
                 turn.outcomes.append(session.outcomes[event.id])

@@ -44,6 +44,7 @@ __all__ = [
     "owner_alive",
     "recover",
     "resumable",
+    "take_over",
     "take_over_resumable",
 ]
 
@@ -145,16 +146,25 @@ def resumable(store: ChatStore, turn: TurnRecord) -> bool:
     )  # fmt: skip
 
 
+def take_over(store: ChatStore, conversation_id: str, turn_id: str) -> TurnRecord | None:
+    """The turn, owned and held by this process now, when it is :func:`resumable` and no other
+    process took it first (so no recovery closes it and nobody else runs it too); else None."""
+    turn = store.turn(conversation_id, turn_id)
+    if turn is None or not resumable(store, turn) or not store.take_over_turn(turn, OWNER):
+        return None
+    hold(conversation_id, turn_id)
+    return store.turn(conversation_id, turn_id)
+
+
 def take_over_resumable(store: ChatStore) -> list[TurnRecord]:
-    """The turns dead processes left that this process will run again (:func:`resumable`), each
-    taken over (owned and held by this process) so no recovery closes it and no other process
-    runs it too. Call it before :func:`recover`, which closes the rest."""
+    """Every turn dead processes left that this process will run again (:func:`take_over`).
+    Call it before :func:`recover`, which closes the rest."""
     taken = []
     for state in ("accepted", "running"):
         for turn in store.turns(state=state):
-            if resumable(store, turn) and store.take_over_turn(turn, OWNER):
-                hold(turn.conversation_id, turn.id)
-                taken.append(turn)
+            record = take_over(store, turn.conversation_id, turn.id)
+            if record is not None:
+                taken.append(record)
     return taken
 
 

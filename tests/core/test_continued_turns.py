@@ -29,10 +29,16 @@ def dead() -> str:
     return f"{socket.gethostname()}:{finished.pid}:0"
 
 
-def cut_off(store: ChatStore, owner: str, call: dict[str, Any] | None, **admission: Any) -> str:
+def cut_off(
+    store: ChatStore,
+    owner: str,
+    call: dict[str, Any] | None,
+    actor: str = "local:ada",
+    **admission: Any,
+) -> str:
     """A conversation whose admitted turn ``t1`` died after its first tool round (or, with no
     ``call``, right after its admission)."""
-    cid = store.create_conversation("local:ada").id
+    cid = store.create_conversation(actor).id
     store.admit_turn(cid, "t1", input_hash("List two parts"), owner=owner, **admission)
     if call is not None:
         store.record_turn(
@@ -42,7 +48,7 @@ def cut_off(store: ChatStore, owner: str, call: dict[str, Any] | None, **admissi
                 {"role": "user", "content": "List two parts"},
                 {"role": "assistant", "content": "", "tool_calls": [call]},
             ],
-            [(1, {"type": "tool_call", **call})],
+            [(1, {"type": "tool_call", "sequence": 1, **call})],
             state="running",
             owner=owner,
         )
@@ -104,6 +110,26 @@ async def test_a_continued_turn_goes_on_from_its_last_committed_step(
         if started:  # the unanswered call reached the model as text, not as a dangling call
             first_request = provider.requests[0]
             assert "Unfinished tool call: query" in str(first_request)
+        assert session.store.turn(cid, "t1").state == "done"  # type: ignore[union-attr]
+    finally:
+        await chat.aclose()
+
+
+async def test_asking_again_after_the_kernel_died_replays_and_then_goes_on(
+    store_location: str, dead: str
+) -> None:
+    provider = ScriptedProvider({"rounds": [{"text": "Two parts."}]})
+    chat = Chat(project="demo", provider=provider, store=store_location)
+    try:
+        session = await chat.session()
+        cid = cut_off(session.store, dead, QUERY, actor=chat.actor.id, text="List two parts")
+        turn = await chat.ask("List two parts", turn_id="t1")  # the notebook's retry
+        assert [event["type"] for event in turn.events] == ["tool_call", "text_chunk", "done"]
+        assert [event["sequence"] for event in turn.events] == [1, 2, 3]
+        assert turn.answer == "Two parts."
+        again = await chat.ask("List two parts", turn_id="t1")  # ended: a replay, no request
+        assert [event["type"] for event in again.events] == ["tool_call", "text_chunk", "done"]
+        assert len(provider.requests) == 1
         assert session.store.turn(cid, "t1").state == "done"  # type: ignore[union-attr]
     finally:
         await chat.aclose()
