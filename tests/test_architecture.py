@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "gmchat_nb.core",
         "gmchat_nb.core.text",
+        "gmchat_nb.core.dsn",
         "gmchat_nb.core.digest",
         "gmchat_nb.core.events",
         "gmchat_nb.core.frames",

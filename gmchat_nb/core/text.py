@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -96,16 +95,3 @@ def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
             (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
         )
     return False
-
-
-def without_password(url: str) -> str:
-    """A URL with its password replaced by ``***`` (for messages and logs); other text as is."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # not a URL (a bad port, a bracket): nothing of it is a password field
-        return url
-    if password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

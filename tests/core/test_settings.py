@@ -217,6 +217,19 @@ def test_a_store_url_of_another_engine_is_refused_without_showing_its_password()
     assert "s3cret" not in str(refused.value) and "chat:***@db" in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("postgresql://chat:s3cret@db/hub?colour=blue", 'invalid URI query parameter: "colour"'),
+        ("postgresql://chat:s3 cret@db/hub", "unexpected spaces"),
+    ],
+)
+def test_a_postgresql_url_libpq_cannot_read_is_refused_by_name(url: str, problem: str) -> None:
+    with pytest.raises(ChatConfigurationError, match=problem) as refused:
+        load_settings(store=url)
+    assert refused.value.key == "store" and "s3" not in str(refused.value)
+
+
 # -- GeneralManager aliases and wrappers -----------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
+from gmchat_nb.core.dsn import without_password
 from gmchat_nb.core.store import (
     SCHEMA_VERSION,
     ChatStore,
@@ -18,7 +19,6 @@ from gmchat_nb.core.store import (
     StoreVersionError,
 )
 from gmchat_nb.core.store.postgresql_schema import MIGRATIONS
-from gmchat_nb.core.text import without_password
 
 
 def _tables(url: str) -> set[str]:
@@ -241,3 +241,9 @@ def test_a_store_opened_before_its_database_existed_works_once_it_does(
             store.close()
             with psycopg.connect(postgresql_server, autocommit=True) as admin:
                 admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_a_url_libpq_cannot_read_is_a_configuration_error_at_once() -> None:
+    with pytest.raises(ValueError, match='invalid URI query parameter: "colour"') as refused:
+        ChatStore("postgresql://chat:s3cret@db/hub?colour=blue")
+    assert "s3cret" not in str(refused.value)

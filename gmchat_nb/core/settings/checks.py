@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
+from ..dsn import postgresql_url_problem, without_password
 from ..project.names import did_you_mean, suggestion_hint
 from ..project.targets import demo_name, describe_targets, is_graphql_url
-from ..text import without_password
 
 __all__ = [
     "HOOK_EVENTS",
@@ -343,6 +343,13 @@ def store(key: str, value: object) -> str | None:
             raise ChatConfigurationError(
                 f"Chat setting '{key}' is a PostgreSQL URL, which needs psycopg 3: "
                 "pip install 'gmchat_nb[postgresql]'.",
+                key=key,
+            )
+        problem = postgresql_url_problem(value)
+        if problem is not None:
+            raise ChatConfigurationError(
+                f"Chat setting '{key}' is not a PostgreSQL URL libpq can read ({problem}); got "
+                f"{without_password(value)!r}.",
                 key=key,
             )
     return value

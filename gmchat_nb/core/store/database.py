@@ -26,7 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from ..text import clean_text, without_password
+from ..dsn import is_postgresql_url, without_password
+from ..text import clean_text
 
 __all__ = [
     "Backend",
@@ -38,7 +39,6 @@ __all__ = [
     "StoreClosedError",
     "StoreUnavailableError",
     "bindable",
-    "is_postgresql_url",
     "time_or_now",
 ]
 
@@ -120,11 +120,6 @@ def _jupyter_data_dir() -> Path:
 def time_or_now(value: float | None) -> float:
     """``value`` as a timestamp, or the current time when it is ``None``."""
     return time.time() if value is None else float(value)
-
-
-def is_postgresql_url(location: str) -> bool:
-    """Whether a store location names a PostgreSQL database rather than a SQLite file."""
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 def bindable(parameters: Iterable[Any]) -> tuple[Any, ...]:

@@ -33,7 +33,7 @@ from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
-from ..text import without_password
+from ..dsn import postgresql_url_problem, without_password
 from .database import Signal, StoreUnavailableError
 from .postgresql_schema import migrate
 
@@ -107,6 +107,9 @@ class PostgresBackend:
         self._psycopg = _psycopg()
         self._dsn = location
         self.location = without_password(location)
+        problem = postgresql_url_problem(location)
+        if problem is not None:  # a configuration error, not a server that is away
+            raise ValueError(f"the chat store {self.location} is not a PostgreSQL URL: {problem}")
         self._token = uuid.uuid4().hex  # tells this connection's notifications from others'
         # named for pg_stat_activity, unless the URL names it
         self._application = {} if "application_name" in location else {"application_name": APP}
