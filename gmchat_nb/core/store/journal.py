@@ -37,14 +37,17 @@ def insert_events(
     if not rows:
         return
     sequences = [sequence for sequence, _ in rows]
-    taken = {
-        row[0]: row[1]
-        for row in connection.execute(
-            "SELECT sequence, payload FROM events WHERE conversation_id = ? AND turn_id = ? "
-            "AND sequence BETWEEN ? AND ?",
-            (conversation_id, turn_id, min(sequences), max(sequences)),
-        ).fetchall()
-    }
+    # One statement (a round trip on PostgreSQL) for both: the conversation's last position and
+    # the events of these sequences already journaled (none: one row of NULLs).
+    found = connection.execute(
+        "SELECT last.position, e.sequence, e.payload FROM "
+        "(SELECT COALESCE(MAX(position), 0) AS position FROM events WHERE conversation_id = ?) "
+        "AS last LEFT JOIN events e ON e.conversation_id = ? AND e.turn_id = ? "
+        "AND e.sequence BETWEEN ? AND ?",
+        (conversation_id, conversation_id, turn_id, min(sequences), max(sequences)),
+    ).fetchall()
+    last = int(found[0][0])
+    taken = {row[1]: row[2] for row in found if row[1] is not None}
     fresh = []
     for sequence, text in rows:
         if sequence in taken:
@@ -58,10 +61,6 @@ def insert_events(
         fresh.append((sequence, text))
     if not fresh:
         return
-    last = connection.execute(
-        "SELECT COALESCE(MAX(position), 0) FROM events WHERE conversation_id = ?",
-        (conversation_id,),
-    ).fetchone()[0]
     connection.journaled.add(conversation_id)
     connection.executemany(
         "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at, position) "

@@ -118,6 +118,7 @@ class PostgresBackend:
         # one channel per schema: stores in other schemas of the database never wake this one
         self._channel = "gmchat_journal_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
         self._hear: Callable[[Signal], None] | None = None
+        self._announcements: list[str] = []  # the current write's notification payloads
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._stop = threading.Event()
@@ -169,7 +170,9 @@ class PostgresBackend:
     def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> Any:
         with self._reachable():
             cursor = self._live().cursor()
-            cursor.executemany(translate(sql), [_storable(row) for row in rows])
+            values = [_storable(row) for row in rows]
+            if values:  # none: no round trip
+                cursor.executemany(translate(sql), values)
             return cursor
 
     @contextmanager
@@ -179,6 +182,7 @@ class PostgresBackend:
             connection = self._live()
             # one round trip for both: a turn writes several times, each a few round trips
             connection.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+        self._announcements = []
         try:
             yield
         except BaseException:
@@ -187,12 +191,21 @@ class PostgresBackend:
                     connection.execute("ROLLBACK")
             raise
         with self._reachable():
-            connection.execute("COMMIT")
+            connection.execute(self._commit(connection))
+
+    def _commit(self, connection: Any) -> Any:
+        """``COMMIT``, after the write's notifications in the same round trip (quoted as
+        literals: a statement of several commands takes no parameters)."""
+        sql = self._psycopg.sql
+        notify = sql.SQL("SELECT pg_notify({}, {}); ")
+        return sql.Composed(
+            [notify.format(sql.Literal(self._channel), sql.Literal(payload))
+             for payload in self._announcements] + [sql.SQL("COMMIT")]
+        )  # fmt: skip
 
     def announce(self, signals: list[Signal]) -> None:
-        for signal in signals:
-            payload = json.dumps([self._token, *signal])
-            self._connection.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        """Sent with the ``COMMIT`` (:meth:`_commit`): PostgreSQL delivers them at commit."""
+        self._announcements.extend(json.dumps([self._token, *signal]) for signal in signals)
 
     def listen(self, hear: Callable[[Signal], None]) -> None:
         """Start the listening thread once; returns when it listens (or after 10 s)."""
