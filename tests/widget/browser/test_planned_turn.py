@@ -43,7 +43,7 @@ def planned_notebook(folder: Path) -> Path:
                 "source": ["Browser test: a recorded planned turn (tests/widget/planned.py)."],
             },
             code(source + "\n\nchat = PlannedReplay()\nchat"),
-            code("chat  # a second view of the same widget: built from the kernel's snapshot"),
+            code("chat  # a second view of the same widget: built from what the kernel sends it"),
         ],
         "metadata": {
             "kernelspec": {
@@ -155,7 +155,8 @@ def test_a_planned_turn_shows_its_tasks_plan_and_calculations(
     expect(card.locator("[data-testid=gmchat-table] tbody tr")).to_have_count(5)
     check_plan(turn)
 
-    # A second view of the widget is built from the kernel's snapshot: the plan is there too.
+    # A second view of the widget is built from what the kernel sends a new view (a replay or
+    # a snapshot): the plan is there too.
     run_cell(page, SECOND_VIEW_CELL)
     views = chat_widget(page)
     expect(views).to_have_count(2, timeout=30_000)
