@@ -66,6 +66,12 @@ class DurableHandler(GMChatHandler):
         self.set_status(status)
         self.finish(json.dumps(body))
 
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """A path segment that is not UTF-8 (a percent-encoded lone surrogate) becomes U+FFFD
+        rather than Tornado's bare 400, so it is judged like any other unknown id: a 404 in
+        this route's envelope."""
+        return value.decode("utf-8", "replace")
+
     def refuse(self, refused: Refused) -> None:
         """The durable routes' envelope: ``{"error": code, "message"}``."""
         self.answer(refused.status, {"error": refused.code, "message": refused.message})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,20 @@ def jp_server_config(tmp_path: Path, gmchat_options: dict[str, Any]) -> dict[str
     if "identity_provider_class" in options:
         server["identity_provider_class"] = options.pop("identity_provider_class")
     return {"ServerApp": server, "GMChat": gmchat}
+
+
+StoreFor = Callable[[Path], str]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_for(request: pytest.FixtureRequest) -> Iterator[StoreFor]:
+    """Makes a store location of this run's backend for a server home: a SQLite file in it, or
+    a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield lambda home: str(home / "chat.sqlite3")
+        return
+    from tests.postgresql import fresh_schema
+
+    postgresql = request.getfixturevalue("postgresql_server")
+    with ExitStack() as schemas:
+        yield lambda _home: schemas.enter_context(fresh_schema(postgresql))

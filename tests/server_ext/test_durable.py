@@ -9,9 +9,7 @@ import asyncio
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,8 +18,8 @@ import pytest
 import websockets
 
 from gmchat_nb.core.store import ChatStore
-from tests.postgresql import fresh_schema
 
+from .conftest import StoreFor
 from .jupyter_process import AUTH
 from .jupyter_process import JupyterServer as Server
 
@@ -30,21 +28,6 @@ ROUNDS = [
     {"tool_calls": [{"name": "search_managers", "args": {"query": "parts"}}]},
     {"chunks": ["Parts ", "are ", "listed."], "delay_seconds": 1.5},
 ] * 10
-
-
-StoreFor = Callable[[Path], str]
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def store_for(request: pytest.FixtureRequest) -> Iterator[StoreFor]:
-    """Makes a store location of this run's backend for a server home: a SQLite file in it, or
-    a fresh PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield lambda home: str(home / "chat.sqlite3")
-        return
-    postgresql = request.getfixturevalue("postgresql_server")
-    with ExitStack() as schemas:
-        yield lambda _home: schemas.enter_context(fresh_schema(postgresql))
 
 
 @pytest.fixture(scope="module")

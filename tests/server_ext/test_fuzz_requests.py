@@ -1,16 +1,18 @@
 """Seeded fuzzing of the chat routes and the WebSocket of a real `jupyter server` (the offline
 provider answering, three demo managers hidden) with adversarial bodies and frames: deep nesting,
-lone surrogates, oversized and binary bodies, wrong types in every field. Every HTTP answer is a
-documented status and code (never a 5xx), every turn ends with exactly one terminal event, a
-socket survives everything but a frame far over the limit, and no hidden manager shows."""
+lone surrogates, oversized and binary bodies, wrong types in every field, and for the durable
+routes fuzzed path segments and cursors. Every HTTP answer is a documented status and code (never
+a 5xx), every turn ends with exactly one terminal event, a socket survives everything but a frame
+far over the limit, and no hidden manager shows. On a SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -34,11 +36,15 @@ FUZZ = settings(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterServer]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, store_for: Callable[[Path], str]
+) -> Iterator[JupyterServer]:
+    home = tmp_path_factory.mktemp("fuzz")
     running = JupyterServer(
-        tmp_path_factory.mktemp("fuzz"),
+        home,
         [],
         provider="offline",
+        store=store_for(home),
         chat_settings={"exposed_managers": EXPOSED, "rate_limit": {"requests": None}},
     )
     yield running
@@ -141,6 +147,70 @@ def test_the_socket_answers_every_frame_and_stays_open(
         while events[-1]["type"] not in ("done", "error"):
             events.append(json.loads(ws.recv(timeout=60)))
         assert events[-1]["type"] == "done"  # still usable after everything above
+
+
+durable_bodies = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "turn_id": st.one_of(
+                text, json_values, st.from_regex(r"[a-z0-9.:_-]{1,12}", fullmatch=True)
+            ),
+            "text": st.one_of(text, json_values),
+            "conversation_id": st.one_of(text, json_values),
+            "command_id": st.one_of(text, json_values),
+        },
+    ).map(encode),
+    json_values.map(encode),
+    st.binary(max_size=300),
+)
+# (an empty segment, or dots the client resolves away, reach no route of ours: the server's own
+# 404; a segment longer than a URL may be is the client's to refuse)
+segments = st.one_of(text, st.sampled_from(["%", "a/b", "..%2F", "x" * 5000])).map(
+    lambda value: value[:5000] if value.strip(".") else "-"
+)
+cursors = st.one_of(
+    # what an HTTP header can carry (no space at either end)
+    st.from_regex(r"[!-~]([ -~]{0,28}[!-~])?", fullmatch=True),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+)
+DURABLE_STATUSES = {200, 202, 400, 404, 409, 410, 413}
+
+
+def path_segment(value: str) -> str:
+    return quote(value.encode("utf-8", "surrogatepass"), safe="")
+
+
+@settings(FUZZ, max_examples=60)
+@given(body=durable_bodies, segment=segments, cursor=cursors)
+def test_durable_routes_answer_every_body_and_path_with_a_documented_code(
+    server: JupyterServer, body: str | bytes, segment: str, cursor: str
+) -> None:
+    """``turns/``, ``…/cancel`` and ``…/events``: the durable routes' ``{"error", "message"}``
+    envelope with a documented code, or the admission, answer or stream they promise."""
+    admitted = httpx.post(server.chat_url + "turns/", content=body, headers=AUTH, timeout=60)
+    cid = path_segment(segment)
+    cancel_url = server.chat_url + f"conversations/{cid}/turns/{cid}/cancel"
+    cancelled = httpx.post(cancel_url, content=body, headers=AUTH, timeout=60)
+    events_url = server.chat_url + f"conversations/{cid}/events"
+    with httpx.stream(
+        "GET", events_url, headers={**AUTH, "Last-Event-ID": cursor}, timeout=60
+    ) as events:
+        streamed = events.headers.get("content-type", "").startswith("text/event-stream")
+        events_status, events_body = events.status_code, b"" if streamed else events.read()
+    for status, payload in (
+        (admitted.status_code, admitted.content),
+        (cancelled.status_code, cancelled.content),
+        (events_status, events_body),
+    ):
+        assert status in DURABLE_STATUSES, (status, payload[:300])
+        if status >= 400 and payload:
+            refusal = json.loads(payload)
+            assert refusal["error"] in {*CODES, "turn_conflict", "cursor_ahead", "resync_required"}
+            assert refusal.get("message") or refusal["error"] == "resync_required", refusal
+        assert leaked(payload.decode("utf-8", "replace"), body) == []
+    if admitted.status_code == 202:
+        assert admitted.json()["state"] in ("accepted", "running", "done", "failed", "interrupted")
 
 
 def _closed_by(ws: Any, frame: str | bytes) -> ConnectionClosed:
