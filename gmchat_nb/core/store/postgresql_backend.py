@@ -113,16 +113,16 @@ class PostgresBackend:
         self._token = uuid.uuid4().hex  # tells this connection's notifications from others'
         # named for pg_stat_activity, unless the URL names it
         self._application = {} if "application_name" in location else {"application_name": APP}
-        self._connection = self._connect()
-        schema = str(self._connection.execute("SELECT current_schema()").fetchone()[0])
-        # one channel per schema: stores in other schemas of the database never wake this one
-        self._channel = "gmchat_journal_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
         self._hear: Callable[[Signal], None] | None = None
         self._announcements: list[str] = []  # the current write's notification payloads
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._stop = threading.Event()
+        self._connection = self._connect()
         try:
+            schema = str(self.execute("SELECT current_schema()", ()).fetchone()[0])
+            # one channel per schema: stores in other schemas of the database never wake it
+            self._channel = "gmchat_journal_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
             with self.transaction():
                 migrate(self._connection.execute, self.location)
         except BaseException:
@@ -191,9 +191,9 @@ class PostgresBackend:
                     connection.execute("ROLLBACK")
             raise
         with self._reachable():
-            connection.execute(self._commit(connection))
+            connection.execute(self._commit())
 
-    def _commit(self, connection: Any) -> Any:
+    def _commit(self) -> Any:
         """``COMMIT``, after the write's notifications in the same round trip (quoted as
         literals: a statement of several commands takes no parameters)."""
         sql = self._psycopg.sql
@@ -234,12 +234,10 @@ class PostgresBackend:
                 self._stop.wait(1.0)
 
     def _heard(self, payload: str) -> None:
+        # another program's notification on our channel is not ours to read
         try:
             token, kind, conversation_id, turn_id = json.loads(payload)
-        except (
-            ValueError,
-            TypeError,
-        ):  # another program's notification on our channel: not ours to read
+        except (ValueError, TypeError):
             return
         hear = self._hear
         if token != self._token and hear is not None:
