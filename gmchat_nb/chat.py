@@ -118,7 +118,8 @@ class Chat:
     Arguments override ``settings`` (a YAML path, a mapping or :class:`ChatSettings`):
     ``project`` (a demo name, a GraphQL URL, a schema or a :class:`Project`), ``provider`` (a spec
     such as ``"openai:gpt-4.1-mini"`` or a provider object), ``store`` (a path, ``":memory:"``,
-    a ``postgresql://`` URL or a :class:`ChatStore`), ``record_to`` (record the provider's responses into a cassette).
+    a ``postgresql://`` URL or a :class:`ChatStore`), ``record_to`` (record the provider's
+    responses into a cassette).
     """
 
     def __init__(
@@ -273,14 +274,10 @@ class Chat:
         session = await self.session()
         if session.conversation_id is None:
             return []
-        found: list[dict[str, Any]] = []
-        while entries := session.store.journal_after(session.conversation_id, after):
-            found.extend(
-                {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
-                for entry in entries
-            )
-            after = entries[-1].position
-        return found
+        return [
+            {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
+            for entry in session.store.journal_since(session.conversation_id, after)
+        ]
 
     def ask_sync(self, text: str) -> Turn:
         """:meth:`ask` for scripts (not inside a running event loop: use ``await chat.ask``)."""

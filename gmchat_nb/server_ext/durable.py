@@ -34,7 +34,7 @@ from ..core.store.records import FINAL_TURN_STATES
 from ..core.store.turns import TurnConflict, input_hash
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
-from .sessions import TurnBusy
+from .sessions import ChatRuntime, TurnBusy
 from .sse import KEEPALIVE
 
 __all__ = ["CancelHandler", "ConversationEventsHandler", "TurnsHandler", "frame"]
@@ -157,13 +157,10 @@ def _admission(conversation_id: str, turn_id: str, state: str, record: Any) -> d
 class ConversationEventsHandler(DurableHandler):
     """``GET {url}conversations/{id}/events``: the journal, replayed and then live."""
 
-    keepalive_seconds: float
-
     def initialize(
-        self, runtime: Any, max_body_bytes: int = 65536, keepalive_seconds: float = 15.0
+        self, runtime: ChatRuntime, max_body_bytes: int = 65536, keepalive_seconds: float = 15.0
     ) -> None:
-        super().initialize(runtime, max_body_bytes)
-        self.keepalive_seconds = keepalive_seconds
+        super().initialize(runtime, max_body_bytes, keepalive_seconds)
         self._closed = asyncio.Event()
 
     @web.authenticated
@@ -262,15 +259,10 @@ class CancelHandler(DurableHandler):
                 raise Refused(404, "bad_event", "No turn with that id in this conversation.")
         except Refused as refused:
             return self.refuse(refused)
-        run = self.runtime.running_turn(conversation_id)
-        if result == "cancelled" and run is not None and run.turn_id == turn_id:
-            run.cancel()
-            # it stops at its next step; past the wait the journal will say so
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(run.finished(), CANCEL_WAIT_SECONDS)
-        elif result == "cancelled":
-            # Another server sharing the store runs it: it hears the command and journals the
-            # turn's end, which wakes this reader.
+        if result == "cancelled":
+            # The server running the turn (this one or another sharing the store) heard the
+            # command and stops it; its end is journaled, which wakes this wait. Past the wait
+            # the journal will say so.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ended(conversation_id, turn_id), CANCEL_WAIT_SECONDS)
         turn = await self.runtime.on_engine(store.turn, conversation_id, turn_id)

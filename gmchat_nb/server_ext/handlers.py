@@ -81,11 +81,15 @@ class GMChatHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
     runtime: ChatRuntime
     max_body_bytes: int
+    keepalive_seconds: float  # the streaming routes' silence before a keep-alive comment
 
-    def initialize(self, runtime: ChatRuntime, max_body_bytes: int = 65536) -> None:
+    def initialize(
+        self, runtime: ChatRuntime, max_body_bytes: int = 65536, keepalive_seconds: float = 15.0
+    ) -> None:
         """Tornado passes the handler kwargs the app registered."""
         self.runtime = runtime
         self.max_body_bytes = max_body_bytes
+        self.keepalive_seconds = keepalive_seconds
         self._run: TurnRun | None = None
 
     @property

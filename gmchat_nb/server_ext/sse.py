@@ -12,7 +12,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .handlers import GMChatHandler, allow
-from .sessions import ChatRuntime, Delivery
+from .sessions import Delivery
 
 __all__ = ["StreamHandler", "sse_frame"]
 
@@ -26,15 +26,6 @@ def sse_frame(delivery: Delivery) -> bytes:
 
 class StreamHandler(GMChatHandler):
     """Streams a turn's events; a client that disconnects cancels the turn."""
-
-    keepalive_seconds: float
-
-    def initialize(
-        self, runtime: ChatRuntime, max_body_bytes: int = 65536, keepalive_seconds: float = 15.0
-    ) -> None:
-        """Tornado passes the handler kwargs the app registered."""
-        super().initialize(runtime, max_body_bytes)
-        self.keepalive_seconds = keepalive_seconds
 
     @web.authenticated
     @allow("execute")

@@ -142,11 +142,10 @@ class TranscriptPositions:
 def read_journal(store: ChatStore, conversation_id: str, after: int) -> list[JournalEntry] | None:
     """The conversation's journal after ``after`` (None when over :data:`MAX_JOURNAL_READ`)."""
     found: list[JournalEntry] = []
-    while entries := store.journal_after(conversation_id, after):
-        found.extend(entries)
+    for entry in store.journal_since(conversation_id, after):
+        found.append(entry)
         if len(found) > MAX_JOURNAL_READ:
             return None
-        after = entries[-1].position
     return found
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .conversations import require_conversation
@@ -160,3 +160,9 @@ class EventJournal(Database):
             (conversation_id, position, limit),
         )
         return [JournalEntry(row[0], row[1], json.loads(row[2])) for row in rows]
+
+    def journal_since(self, conversation_id: str, position: int) -> Iterator[JournalEntry]:
+        """Every event after ``position``, read a page (:data:`REPLAY_PAGE`) at a time."""
+        while entries := self.journal_after(conversation_id, position):
+            yield from entries
+            position = entries[-1].position

@@ -51,6 +51,39 @@ _CHROMIUM_APPS = (
 )
 
 
+def write_notebook(path: Path, title: str, *sources: str) -> Path:
+    """A notebook at ``path``: a markdown ``title`` cell (cell 0), then one code cell per source
+    (cells 1, 2, ...), for a Python 3 kernel."""
+
+    def code(text: str) -> dict[str, Any]:
+        return {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": text.splitlines(keepends=True),
+        }
+
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": [title]},
+            *(code(source) for source in sources),
+        ],
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    return path
+
+
 def find_chromium() -> str | None:
     """The Chromium (or Chrome) binary to drive, wherever the platform keeps it; None if none."""
     configured = os.environ.get("GMCHAT_CHROMIUM")

@@ -8,14 +8,13 @@ that module's source, since the kernel cannot import ``tests``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
 from .. import planned
-from .lab import ask, chat_widget, run_cell, show_chat
+from .lab import ask, chat_widget, run_cell, show_chat, write_notebook
 
 CHAT_CELL, SECOND_VIEW_CELL = 1, 2
 LAST_WORDS = "I found no data about vehicles."
@@ -24,41 +23,12 @@ LAST_WORDS = "I found no data about vehicles."
 def planned_notebook(folder: Path) -> Path:
     """A notebook whose cell 1 shows a PlannedReplay chat and cell 2 shows it again."""
     source = Path(planned.__file__).read_text(encoding="utf-8")
-
-    def code(text: str) -> dict[str, object]:
-        lines = text.splitlines(keepends=True)
-        return {
-            "cell_type": "code",
-            "execution_count": None,
-            "metadata": {},
-            "outputs": [],
-            "source": lines,
-        }
-
-    notebook = {
-        "cells": [
-            {
-                "cell_type": "markdown",
-                "metadata": {},
-                "source": ["Browser test: a recorded planned turn (tests/widget/planned.py)."],
-            },
-            code(source + "\n\nchat = PlannedReplay()\nchat"),
-            code("chat  # a second view of the same widget: built from what the kernel sends it"),
-        ],
-        "metadata": {
-            "kernelspec": {
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-                "name": "python3",
-            },
-            "language_info": {"name": "python"},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path = folder / "planned.ipynb"
-    path.write_text(json.dumps(notebook), encoding="utf-8")
-    return path
+    return write_notebook(
+        folder / "planned.ipynb",
+        "Browser test: a recorded planned turn (tests/widget/planned.py).",
+        source + "\n\nchat = PlannedReplay()\nchat",
+        "chat  # a second view of the same widget: built from what the kernel sends it",
+    )
 
 
 def grid(table: Locator) -> list[list[str]]:

@@ -8,17 +8,23 @@ position (``data-position``); the tests read those and the transcript itself.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Locator, Page, WebSocketRoute, expect
 
-from .lab import ask, chat_widget, run_cell, save_notebook, show_chat, wait_for_kernel_idle
+from .lab import (
+    ask,
+    chat_widget,
+    run_cell,
+    save_notebook,
+    show_chat,
+    wait_for_kernel_idle,
+    write_notebook,
+)
 
 CHAT_CELL, SECOND_VIEW_CELL = 1, 2
 GREETING = "Hello, ask me about the inventory."
@@ -55,36 +61,9 @@ chat"""
 
 def replay_notebook(folder: Path) -> Path:
     """Cell 1 shows the chat, cell 2 shows it again (a second view of the same widget)."""
-
-    def code(text: str) -> dict[str, Any]:
-        return {
-            "cell_type": "code",
-            "execution_count": None,
-            "metadata": {},
-            "outputs": [],
-            "source": text.splitlines(keepends=True),
-        }
-
-    notebook = {
-        "cells": [
-            {"cell_type": "markdown", "metadata": {}, "source": ["Browser test: replay."]},
-            code(CHAT_SOURCE),
-            code("chat  # a second view"),
-        ],
-        "metadata": {
-            "kernelspec": {
-                "display_name": "Python 3 (ipykernel)",
-                "language": "python",
-                "name": "python3",
-            },
-            "language_info": {"name": "python"},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path = folder / "replay.ipynb"
-    path.write_text(json.dumps(notebook), encoding="utf-8")
-    return path
+    return write_notebook(
+        folder / "replay.ipynb", "Browser test: replay.", CHAT_SOURCE, "chat  # a second view"
+    )
 
 
 def answered(root: Locator, question: str, words: str) -> None:
