@@ -3,6 +3,7 @@ connection, and its errors. Everything else runs on both backends in test_store.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -247,3 +248,9 @@ def test_a_url_libpq_cannot_read_is_a_configuration_error_at_once() -> None:
     with pytest.raises(ValueError, match='invalid URI query parameter: "colour"') as refused:
         ChatStore("postgresql://chat:s3cret@db/hub?colour=blue")
     assert "s3cret" not in str(refused.value)
+
+
+def test_a_missing_driver_is_said_at_once_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"pip install 'gmchat_nb\[postgresql\]'"):
+        ChatStore("postgresql://chat@db/hub")

@@ -51,7 +51,8 @@ class StoreClosedError(RuntimeError):
 
 class StoreUnavailableError(RuntimeError):
     """The store cannot be used right now: its database server is down, restarting or refused
-    the connection, or its driver is missing. The message names the store (without password)."""
+    the connection. The message names the store (without password). (A missing driver is an
+    ImportError, and a URL libpq cannot read a ValueError: neither gets better by waiting.)"""
 
 
 Signal = tuple[str, str, str]

@@ -91,7 +91,8 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise StoreUnavailableError(
+        # an installation to fix, not a server to wait for: raised at once, never retried
+        raise ImportError(
             "a postgresql:// store needs psycopg 3: pip install 'gmchat_nb[postgresql]'"
         ) from None
     return psycopg
