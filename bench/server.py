@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python bench/server.py --quick    # a smoke run
     .venv/bin/python bench/server.py --limiter  # + 10,000 turns with the rate limiter on and off
     .venv/bin/python bench/server.py --durable  # durable turns on SQLite and PostgreSQL (durable.py)
+    .venv/bin/python bench/server.py --baseline ../main-before  # + write transactions, both checkouts
 
 Each turn is the "small" workload of ``bench/turn.py`` (two queries in one provider response,
 then the answer) with a zero-latency scripted provider over the in-process inventory demo, in a
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -76,13 +78,15 @@ def jupyter_server(
     rate_limit: dict[str, Any] | None = None,
     checkout: Path | None = None,
     store: str | None = None,
+    path: list[Path] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`jupyter server` with gmchat configured for the benchmark: (process, port).
 
     The provider is the zero-latency scripted "small" workload unless one is named; no rate
     limit unless one is given; gmchat_nb imported from ``checkout`` when given (another commit's
     worktree, for side-by-side comparisons); the store a fresh SQLite file unless one is named
-    (a ``postgresql://`` URL)."""
+    (a ``postgresql://`` URL); ``path``: folders the server imports from besides (a provider
+    class of the benchmark's)."""
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         script = tmp / "rounds.yaml"
@@ -107,7 +111,9 @@ def jupyter_server(
             "JUPYTER_DATA_DIR": str(tmp / "data"),
             "HOME": str(tmp),
             "PATH": "/usr/bin:/bin",
-            **({"PYTHONPATH": str(checkout)} if checkout else {}),
+            "PYTHONPATH": os.pathsep.join(
+                str(folder) for folder in [*([checkout] if checkout else []), *(path or [])]
+            ),
         }
         process = subprocess.Popen(
             [
@@ -350,6 +356,21 @@ def print_responsiveness(latencies: dict[str, list[float]]) -> None:
         )
 
 
+def print_transactions(baseline: Path | None) -> None:
+    """Write transactions per turn (bench/transactions.py), with ``baseline``'s beside."""
+    from transactions import KINDS, counts
+
+    here = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as folder:
+        mine = counts(here, Path(folder) / "this.sqlite3")
+        base = counts(baseline, Path(folder) / "base.sqlite3") if baseline else None
+    print("\nWrite transactions per turn (SQLite, BEGIN IMMEDIATE counted)\n")
+    print("| turn | this checkout |" + (" baseline |" if base else ""))
+    print("|---|---:|" + ("---:|" if base else ""))
+    for kind, label in KINDS.items():
+        print(f"| {label} | {mine[kind]} |" + (f" {base[kind]} |" if base else ""))
+
+
 def print_limiter(blocks: list[tuple[float, float]]) -> None:
     edge = max(1, len(blocks) // 5)
     print("\nRate limiter on (budgets that never refuse) vs off, 20 clients, blocks of 500 turns\n")
@@ -373,6 +394,9 @@ def main() -> None:
     parser.add_argument(
         "--durable", action="store_true", help="only bench/durable.py: durable turns, both stores"
     )
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout: its write transactions per turn too"
+    )
     args = parser.parse_args()
     if args.durable:
         from durable import report
@@ -390,6 +414,7 @@ def main() -> None:
     raw = direct_ms(runs * 3)
     print_latencies(result, rounds_, runs, rss, raw)
     print_responsiveness(latencies)
+    print_transactions(args.baseline)
     if args.limiter:
         with (
             jupyter_server(rate_limit=LIMITER_ON) as (_, on),

@@ -4,6 +4,7 @@ Run from the repository root, with a second checkout of another commit (``git wo
 
     .venv/bin/python bench/server_pair.py --baseline ../main-before        # ~2 minutes
     .venv/bin/python bench/server_pair.py --baseline ../main-before --runs 20
+    .venv/bin/python bench/server_pair.py --baseline ../main-before --postgresql
 
 Each checkout's gmchat_nb runs in its own `jupyter server` subprocess (imported from that
 checkout; ``bench/server.py`` starts them and times the turns through ``bench/rawhttp.py``), both
@@ -20,8 +21,9 @@ import argparse
 import asyncio
 import statistics
 import sys
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import websockets
 
@@ -73,19 +75,51 @@ async def measure(ports: dict[str, int], runs: int) -> dict[str, dict[str, list[
     return results
 
 
+def with_option(url: str, option: str) -> str:
+    """``url`` with one more server option in its libpq ``options`` parameter."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query["options"] = f"{query.get('options', '')} {option}".strip()
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, required=True, help="the other checkout")
     parser.add_argument("--runs", type=int, default=100, help="turns of each kind per server")
+    parser.add_argument(
+        "--postgresql", action="store_true", help="each server on a PostgreSQL schema (fsync on)"
+    )
+    parser.add_argument(
+        "--async-commit",
+        action="store_true",
+        help="with --postgresql: this checkout's store URL sets synchronous_commit=off, as the "
+        "baseline's code did (to tell that cost from the rest)",
+    )
     args = parser.parse_args()
     print(f"load average before: {load()}")
-    with (
-        jupyter_server(checkout=HERE) as (_, this),
-        jupyter_server(checkout=args.baseline.resolve()) as (_, baseline),
-    ):
+    with ExitStack() as stack:
+        stores: list[str | None] = [None, None]
+        if args.postgresql:
+            sys.path.insert(0, str(HERE))  # tests.postgresql
+            from tests.postgresql import cluster, fresh_schema, wait_until_ready
+
+            server = stack.enter_context(cluster(fsync=True))
+            wait_until_ready(server)
+            stores = [stack.enter_context(fresh_schema(server)) for _ in range(2)]
+            if args.async_commit:
+                stores[0] = with_option(str(stores[0]), "-csynchronous_commit=off")
+        _, this = stack.enter_context(jupyter_server(checkout=HERE, store=stores[0]))
+        _, baseline = stack.enter_context(
+            jupyter_server(checkout=args.baseline.resolve(), store=stores[1])
+        )
         results = asyncio.run(measure({"this": this, "baseline": baseline}, args.runs))
     print(f"load average after: {load()}\n")
-    print(f"this checkout vs {args.baseline}, {args.runs} turns of each kind, alternating\n")
+    where = "PostgreSQL" if args.postgresql else "SQLite"
+    if args.async_commit:
+        where += " (this checkout's with synchronous_commit=off)"
+    print(f"this checkout vs {args.baseline}, {args.runs} turns of each kind, alternating, "
+          f"{where} stores\n")  # fmt: skip
     print("| measure | this checkout | baseline | this / baseline |")
     print("|---|---:|---:|---:|")
     for key, label, unit in (

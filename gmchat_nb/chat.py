@@ -27,12 +27,12 @@ from .core.project.project import QueryOutcome
 from .core.providers.base import BaseLLMProvider
 from .core.providers.registry import create_provider
 from .core.providers.replay import RecordingProvider
-from .core.recovery import OWNER, hold, take_over
 from .core.session import Actor, ChatSession, Hooks
-from .core.session.messages import conversation_title
+from .core.session.messages import text_refusal
 from .core.settings import ChatConfigurationError, ChatSettings, load_settings
-from .core.store import ChatStore
-from .core.store.turns import input_hash
+from .core.store import Admission, ChatStore, TurnConflict
+from .core.store.records import FINAL_TURN_STATES
+from .core.turns import SERVER_STOPPED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,6 +49,16 @@ class Turn:
     outcomes: list[QueryOutcome] = field(default_factory=list)
     call_ids: list[str] = field(default_factory=list)  # the tool call behind each outcome
     date_columns: dict[str, set[str]] = field(default_factory=dict)
+    turn_id: str | None = None  # the turn's id in the store's journal
+    positions: dict[int, int] = field(default_factory=dict)  # sequence -> journal position
+
+    def add(self, payload: dict[str, Any]) -> None:
+        """Take one event of the turn. The first event a new driver wrote after a crash drops
+        the events the crash cut off (its ``continues_after``)."""
+        cut = payload.get("continues_after")
+        if isinstance(cut, int):
+            self.events = [e for e in self.events if int(e.get("sequence") or 0) <= cut]
+        self.events.append(payload)
 
     @property
     def answer(self) -> str:
@@ -218,54 +228,78 @@ class Chat:
 
         With ``turn_id`` (your idempotency key for this question) the turn is admitted under it
         first: asking again with the same id and text replays the turn's journaled events and
-        never runs it twice (another text under the same id is a ``ValueError``). A turn that a
-        dead kernel cut off before any data change goes on from its last committed step after
-        the replay, as a restarted server's does."""
+        never runs it twice — a turn still running elsewhere (another kernel, a server sharing
+        the store) is followed to its end, and one that a dead process cut off before any data
+        change goes on here from its last committed step, as a restarted server's does. Another
+        text under the same id is a ``ValueError``."""
         session = await self.session()
         if self._dates is None:
             self._dates = _date_columns(session.project)
-        turn = Turn(question=text, date_columns=self._dates)
+        turn = Turn(question=text, date_columns=self._dates, turn_id=turn_id)
         self.turns.append(turn)
-        events: AsyncIterator[ChatEvent] | None = None
-        if turn_id is not None and await self._admitted_before(session, text, turn_id):
-            conversation_id = str(session.conversation_id)
-            for payload in session.store.events(conversation_id, turn_id=turn_id):
-                turn.events.append(payload)
-                yield event_from_dict(payload)
-            continued = take_over(session.store, conversation_id, turn_id)
-            if continued is None:
+        events: AsyncIterator[ChatEvent]
+        ran_here = True  # else replayed, followed or continued: its positions are read back
+        if turn_id is None or text_refusal(text) is not None:
+            events = session.run_turn(text)  # (text it cannot take is refused, never admitted)
+        else:
+            try:
+                admission = session.admit(text, turn_id=turn_id)
+            except TurnConflict:
+                raise ValueError(f"turn {turn_id!r} was asked with another question") from None
+            ran_here = admission.created and admission.refusal is None
+            events = (
+                session.drive(admission, text, transport="stream")
+                if admission.created
+                else self._rejoin(session, admission)
+            )
+        try:
+            async for event in events:
+                turn.add(event.to_dict())
+                if isinstance(event, ToolResult) and event.id in session.outcomes:
+                    turn.outcomes.append(session.outcomes[event.id])
+                    turn.call_ids.append(event.id)
+                yield event
+        finally:  # a stopped turn too: the widget places it in the journal
+            turn.turn_id = session.turn_id
+            if turn.turn_id is not None:
+                turn.positions = (
+                    dict(session.positions)
+                    if ran_here
+                    else _journal_positions(session, turn.turn_id)
+                )
+
+    async def _rejoin(self, session: ChatSession, admission: Admission) -> AsyncIterator[ChatEvent]:
+        """A turn admitted before under this id: its journal so far, then the rest as it is
+        written wherever it runs, or (its driver gone) run on here or closed."""
+        turns, store = session.turns, session.store
+        conversation_id, turn_id = admission.conversation_id, admission.turn_id
+        seen = 0
+        for payload in store.events(conversation_id, turn_id=turn_id):
+            seen = int(payload.get("sequence") or seen)
+            yield event_from_dict(payload)
+        while True:
+            record = store.turn(conversation_id, turn_id)
+            if record is None or record.state in (*FINAL_TURN_STATES, "suspended"):
+                for payload in store.events(conversation_id, turn_id=turn_id, after_sequence=seen):
+                    yield event_from_dict(payload)
                 return
-            events = session.continue_turn(continued, transport="stream")
-        async for event in events or session.run_turn(text, turn_id=turn_id):
-            turn.events.append(event.to_dict())
-            if isinstance(event, ToolResult) and event.id in session.outcomes:
-                turn.outcomes.append(session.outcomes[event.id])
-                turn.call_ids.append(event.id)
-            yield event
+            if turns.live(record):
+                async for payload in turns.follow(record, after=seen):
+                    seen = int(payload.get("sequence") or seen)
+                    yield event_from_dict(payload)
+                continue
+            taken = turns.take_over(record)
+            if taken is not None:
+                async for event in session.continue_turn(taken, transport="stream"):
+                    yield event
+                return
+            turns.close(record, SERVER_STOPPED)
 
     async def ask(self, text: str, *, turn_id: str | None = None) -> Turn:
         """Run one turn to its end and return it (``turn_id``: see :meth:`stream`)."""
         async for _ in self.stream(text, turn_id=turn_id):
             pass
         return self.turns[-1]
-
-    async def _admitted_before(self, session: ChatSession, text: str, turn_id: str) -> bool:
-        """Admit ``turn_id`` for ``text``; True when it was admitted before (a retry), in which
-        case the session is moved to its conversation."""
-        digest = input_hash(text)
-        earlier = session.store.admitted_turn(self.actor.id, turn_id)
-        if earlier is not None:
-            if earlier.input_hash != digest:
-                raise ValueError(f"turn {turn_id!r} was asked with another question")
-            session.conversation_id = earlier.conversation_id
-            return True
-        if session.conversation_id is None:
-            session.new_conversation(conversation_title(text))
-        session.store.admit_turn(
-            str(session.conversation_id), turn_id, digest, owner=OWNER, text=text
-        )
-        hold(str(session.conversation_id), turn_id)  # its session drives it next
-        return False
 
     async def events(self, after: int = 0) -> list[dict[str, Any]]:
         """The current conversation's journaled events after position ``after``, each with its
@@ -353,6 +387,18 @@ class Chat:
         provider = self.settings.provider
         label = provider if isinstance(provider, str) else type(provider).__name__
         return f"Chat(project={str(project)!r}, provider={label!r}, turns={len(self.turns)})"
+
+
+def _journal_positions(session: ChatSession, turn_id: str) -> dict[int, int]:
+    """Sequence -> journal position of every event of ``turn_id`` in the session's conversation."""
+    conversation_id = str(session.conversation_id)
+    first = session.store.turn(conversation_id, turn_id)
+    after = int(first.admitted_position or 0) if first is not None else 0
+    return {
+        int(entry.payload.get("sequence") or 0): entry.position
+        for entry in session.store.journal_since(conversation_id, after)
+        if entry.turn_id == turn_id
+    }
 
 
 def _date_columns(project: Project) -> dict[str, set[str]]:

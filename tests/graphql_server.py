@@ -23,8 +23,9 @@ from gmchat_nb.core.project.demo.specs import demo_spec
 
 
 class GraphQLServer:
-    """The demo over HTTP; ``hold_seconds`` delays each mutation's reply after it ran, and
-    ``after_mutation`` (when set) is called once it ran, before any reply."""
+    """The demo over HTTP; ``hold_seconds`` delays each mutation's reply after it ran,
+    ``introspection_seconds`` the schema's, and ``after_mutation`` (when set) is called once a
+    mutation ran, before any reply."""
 
     def __init__(self) -> None:
         self.backend: DemoBackend = build_demo(demo_spec("inventory"))
@@ -32,6 +33,7 @@ class GraphQLServer:
         self.idempotency_keys: list[str | None] = []  # each mutation request's Idempotency-Key
         self.mutation_ran = threading.Event()
         self.hold_seconds = 0.0
+        self.introspection_seconds = 0.0  # how long the schema takes to come (a slow server)
         self.after_mutation: Callable[[], None] | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -54,6 +56,8 @@ class GraphQLServer:
     async def _graphql(self, request: web.Request) -> web.Response:
         body: dict[str, Any] = json.loads(await request.read())
         query = str(body.get("query", ""))
+        if "__schema" in query:
+            await asyncio.sleep(self.introspection_seconds)
         result = graphql_sync(
             self.backend.schema,
             query,

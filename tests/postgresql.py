@@ -10,6 +10,7 @@ not run is not a backend we ship.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shlex
@@ -50,36 +51,62 @@ def _run(command: list[str], as_postgres: bool) -> None:
     subprocess.run(command, check=True, capture_output=True, timeout=120)
 
 
+class Cluster:
+    """A throwaway PostgreSQL cluster in a temporary folder on a free port of 127.0.0.1 (as the
+    ``postgres`` user when run as root): :meth:`stop` and :meth:`start` it as an outage would."""
+
+    def __init__(self, *, fsync: bool = False) -> None:
+        binaries = _binaries()
+        if binaries is None:
+            raise RuntimeError(MISSING)
+        self._as_postgres = os.geteuid() == 0
+        self.folder = Path(tempfile.mkdtemp(prefix="gmchat-pg-"))
+        if self._as_postgres:
+            shutil.chown(self.folder, "postgres")
+        self._data, port = self.folder / "data", _free_port()
+        self._pg_ctl = str(binaries / "pg_ctl")
+        self._options = (
+            f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 "
+            f"-c fsync={'on' if fsync else 'off'}"
+        )
+        _run(
+            [str(binaries / "initdb"), "-D", str(self._data), "-A", "trust", "-U", "postgres"],
+            self._as_postgres,
+        )
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.start()
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        log = str(self.folder / "log")
+        command = [self._pg_ctl, "-D", str(self._data), "-o", self._options, "-l", log]
+        _run([*command, "-w", "start"], self._as_postgres)
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``immediate``: as a crash would, no clean shutdown)."""
+        _run([self._pg_ctl, "-D", str(self._data), "-m", mode, "-w", "stop"], self._as_postgres)
+
+    def remove(self) -> None:
+        """Stop it (if it runs) and delete its folder."""
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 @contextmanager
 def cluster(*, fsync: bool = False) -> Iterator[str]:
-    """A server's URL: ``GMCHAT_TEST_POSTGRES`` or a throwaway cluster for the block (without
-    fsync unless asked: tests need no crash safety of the machine, benchmarks want it real)."""
+    """A server's URL: ``GMCHAT_TEST_POSTGRES`` or a throwaway :class:`Cluster` for the block
+    (without fsync unless asked: tests need no crash safety of the machine, benchmarks want it
+    real)."""
     configured = os.environ.get("GMCHAT_TEST_POSTGRES")
     if configured:
         yield configured
         return
-    binaries = _binaries()
-    if binaries is None:
-        raise RuntimeError(MISSING)
-    as_postgres = os.geteuid() == 0
-    folder = Path(tempfile.mkdtemp(prefix="gmchat-pg-"))
-    if as_postgres:
-        shutil.chown(folder, "postgres")
-    data, port = folder / "data", _free_port()
-    _run([str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], as_postgres)
-    options = (
-        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync={'on' if fsync else 'off'}"
-    )
-    pg_ctl = str(binaries / "pg_ctl")
-    _run(
-        [pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"],
-        as_postgres,
-    )
+    running = Cluster(fsync=fsync)
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        yield running.url
     finally:
-        _run([pg_ctl, "-D", str(data), "-m", "fast", "stop"], as_postgres)
-        shutil.rmtree(folder, ignore_errors=True)
+        running.remove()
 
 
 def wait_until_ready(url: str, seconds: float = 30.0) -> None:

@@ -46,7 +46,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Persistence belongs to the session: nothing below it (loop, providers, project and its tools)
     # may reach the store.
     ("gmchat_nb.core.store",),
-    ("gmchat_nb.core.recovery",),
+    # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life.
+    ("gmchat_nb.core.turns",),
     ("gmchat_nb.core.session",),
     # Surfaces. ``Chat`` is the notebook API the adapters below it wrap.
     ("gmchat_nb.chat",),
@@ -307,6 +308,21 @@ def test_core_never_imports_a_notebook_or_server_library() -> None:
         if _in_core(item.importer) and item.imported.split(".")[0] in SURFACE_LIBRARIES
     ]
     assert not crossing, "core must not use notebook or server libraries:\n" + "\n".join(crossing)
+
+
+# A turn's rows (its lifecycle, lease, admission) are the turn owner's: surfaces admit, cancel,
+# take over and follow turns through gmchat_nb.core.turns (and sessions), never by hand.
+TURN_ROWS = frozenset({"gmchat_nb.core.store.turns", "gmchat_nb.core.store.admission"})
+
+
+def test_surfaces_never_reach_into_a_turn_s_rows() -> None:
+    surfaces = {unit for layer in LAYERS[_layer_of(SESSION) + 1 :] for unit in layer}
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if unit_of(item.importer) in surfaces and item.imported in TURN_ROWS
+    ]
+    assert not crossing, "surfaces go through gmchat_nb.core.turns:\n" + "\n".join(crossing)
 
 
 def test_widget_and_server_extension_never_import_each_other() -> None:

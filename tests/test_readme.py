@@ -60,12 +60,26 @@ PRINTS = {
 }
 # The hub example's database is the tests' PostgreSQL server (a fresh schema of it).
 README_DATABASE = "postgresql://chat:secret@db.internal:5432/gmchat"
+# Python blocks run elsewhere, by their first line, and why.
+PYTHON_ELSEWHERE = {
+    "# jupyterhub_config.py": "tests/jupyterhub/test_jupyterhub.py applies it to a real hub",
+}
 # The eval CLI exits 1 when a case failed (documented): the offline model fails some.
 EVAL_CLI = "python -m gmchat_nb.evals"
 
 
 def fenced(language: str) -> list[str]:
     return [body for lang, body in FENCE.findall(README) if lang == language]
+
+
+def python_examples() -> list[str]:
+    """The Python blocks this test runs (not those :data:`PYTHON_ELSEWHERE` runs)."""
+    return [body for body in fenced("python") if not body.startswith(tuple(PYTHON_ELSEWHERE))]
+
+
+def test_every_python_example_run_elsewhere_is_in_the_readme() -> None:
+    for first_line in PYTHON_ELSEWHERE:
+        assert any(body.startswith(first_line) for body in fenced("python")), first_line
 
 
 def shell_commands() -> list[str]:
@@ -211,13 +225,13 @@ def run_examples(commands: list[str], environment: dict[str, str], background: B
     return ran
 
 
-@pytest.mark.parametrize("number", range(len(fenced("python"))))
+@pytest.mark.parametrize("number", range(len(python_examples())))
 def test_the_python_examples_run_as_written(
     number: int, environment: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key in ("GMCHAT_STORE", "JUPYTER_DATA_DIR"):
         monkeypatch.setenv(key, environment[key])
-    source = fenced("python")[number]
+    source = python_examples()[number]
     code = compile(
         source, f"README python example {number + 1}", "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     )

@@ -56,16 +56,22 @@ ERROR_MESSAGES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Event:
-    """Fields every event has: its position in the turn (``sequence``, set by the session)."""
+    """Fields every event has: its position in the turn (``sequence``, set by the session), and
+    on the first event a turn's new driver wrote after a crash, ``continues_after``: the last
+    sequence its stored steps covered. The turn's events after that one and before this one
+    belonged to a step the crash cut off (partial answer text, calls that will be asked again):
+    a reader drops them."""
 
     type: ClassVar[str]
     sequence: int | None = None
+    continues_after: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's JSON: the spec's fields, then ``sequence`` when known."""
+        """The event's JSON: the spec's fields, then ``sequence`` (and ``continues_after``) when
+        known."""
         payload: dict[str, Any] = {"type": self.type}
         for item in dataclasses.fields(self):
-            if item.name == "sequence":
+            if item.name in ("sequence", "continues_after"):
                 continue
             value = getattr(self, item.name)
             if value is None and item.name in self._optional:
@@ -73,6 +79,8 @@ class _Event:
             payload[item.name] = value
         if self.sequence is not None:
             payload["sequence"] = self.sequence
+        if self.continues_after is not None:
+            payload["continues_after"] = self.continues_after
         return payload
 
     _optional: ClassVar[frozenset[str]] = frozenset()

@@ -157,11 +157,12 @@ class TurnIO(Protocol):
         """Store one new message of the turn."""
         ...
 
-    def check_rate(self) -> Error | None:
-        """An error event when a budget forbids another provider round."""
+    async def check_rate(self) -> Error | None:
+        """An error event when a budget forbids another provider round (the turn's progress is
+        written first: a store away for a moment is waited for)."""
         ...
 
-    def checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
         """Write what the turn has so far (before a data change, and after it)."""
         ...
 
@@ -235,7 +236,7 @@ class ToolLoop:
             if state.rounds >= self.limits.max_rounds:
                 yield error_event("turn_limit")
                 return
-            refused = self.io.check_rate()
+            refused = await self.io.check_rate()
             if refused is not None:
                 yield refused
                 return
@@ -460,7 +461,7 @@ class ToolLoop:
         (a client that went away) lets a mutation already under way finish and records what it
         did before stopping: cancelling must never pretend an effect did not happen.
         """
-        self.io.checkpoint()
+        await self.io.checkpoint()
         key = mutation_key(state.turn_id, call.id, prepared.mutation, prepared.input)
         effect = asyncio.ensure_future(self._execute(prepared, key))
         cancelled: asyncio.CancelledError | None = None
@@ -470,7 +471,7 @@ class ToolLoop:
             cancelled = cancel
             run, duration_ms = await asyncio.shield(effect)  # a second cancel leaves it to recovery
         result = await self.record_result(messages, call, run, state, duration_ms=duration_ms)
-        self.io.checkpoint()
+        await asyncio.shield(self.io.checkpoint())  # written even while the turn is cancelled
         if cancelled is not None:
             raise cancelled
         return result

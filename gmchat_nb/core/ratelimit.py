@@ -20,7 +20,7 @@ from typing import Any, Final, Protocol
 
 from .providers.base import TokenUsage
 
-__all__ = ["COUNTERS", "RateDecision", "RateLimiter", "UsageStore"]
+__all__ = ["COUNTERS", "RateDecision", "RateLimiter", "UsageStore", "decide"]
 
 COUNTERS: Final = ("requests", "tokens", "input_tokens", "output_tokens")
 """The counters a budget can be set for; ``tokens`` is input plus output."""
@@ -165,13 +165,18 @@ class RateLimiter:
     def record_usage(self, actor_id: str, usage: TokenUsage) -> None:
         """Count one provider response's tokens (``input_tokens``, ``output_tokens`` and their
         sum as ``tokens``)."""
+        # Tokens already spent are counted even over budget: no limits, so always added.
+        self._admit(actor_id, self.amounts(usage), {})
+
+    @staticmethod
+    def amounts(usage: TokenUsage) -> dict[str, int]:
+        """What one provider response adds to the counters (``tokens`` is their sum)."""
         amounts = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "tokens": usage.input_tokens + usage.output_tokens,
         }
-        # Tokens already spent are counted even over budget: no limits, so always added.
-        self._admit(actor_id, {name: n for name, n in amounts.items() if n > 0}, {})
+        return {name: n for name, n in amounts.items() if n > 0}
 
     def _admit(
         self, actor_id: str, amounts: Mapping[str, int], limits: Mapping[str, int]
@@ -181,12 +186,18 @@ class RateLimiter:
         below_at = self.store.admit_usage(
             actor_id, amounts, limits=limits, window_seconds=self.window_seconds, now=now
         )
-        # Every exhausted budget must recover before a request can pass, so the longest wait is
-        # the answer (the first budget's on a tie).
-        worst: RateDecision | None = None
-        for counter, at in below_at.items():
-            # Rounded first so float noise (3599.0000000001) does not add a second.
-            wait = max(1, math.ceil(round(at - now, 6)))
-            if worst is None or wait > (worst.retry_after_seconds or 0):
-                worst = RateDecision(False, wait, counter)
-        return worst or RateDecision(True)
+        return decide(below_at, now)
+
+
+def decide(below_at: Mapping[str, float], now: float) -> RateDecision:
+    """The decision for an admission's exhausted counters (counter -> when its usage is below
+    its limit again): allowed when there are none."""
+    # Every exhausted budget must recover before a request can pass, so the longest wait is
+    # the answer (the first budget's on a tie).
+    worst: RateDecision | None = None
+    for counter, at in below_at.items():
+        # Rounded first so float noise (3599.0000000001) does not add a second.
+        wait = max(1, math.ceil(round(at - now, 6)))
+        if worst is None or wait > (worst.retry_after_seconds or 0):
+            worst = RateDecision(False, wait, counter)
+    return worst or RateDecision(True)

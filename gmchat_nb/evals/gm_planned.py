@@ -267,7 +267,7 @@ async def _planned_turn(
         project=None,  # GeneralManager's stubbed world: no schema, no catalog, stubbed tools
         explicit_completion=True,  # its executors say "complete"
     )
-    turn = PlannedTurn(work, catalog=Catalog(), check_rate=lambda: None)
+    turn = PlannedTurn(work, catalog=Catalog(), check_rate=_no_limits)
     handed_over = False
     asked = [m.content for m in history if m.role == "user"]
 
@@ -406,3 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+async def _no_limits() -> None:
+    """GeneralManager's stubbed world has no budgets."""
+    return None

@@ -55,6 +55,12 @@ class GMChat(ExtensionApp):
     keepalive_seconds = Float(
         15.0, config=True, help="Silence after which an SSE stream sends a keep-alive comment."
     )
+    lease_seconds = Float(
+        15.0,
+        config=True,
+        help="How long this server's claim on a turn it runs lasts unrenewed: a server sharing "
+        "the store takes over (or closes) a turn whose claim lapsed, after at most 1.5 leases.",
+    )
 
     runtime: ChatRuntime | None = None
 
@@ -83,14 +89,19 @@ class GMChat(ExtensionApp):
             return getpass.getuser()
         return None
 
+    def _runtime(self) -> ChatRuntime:
+        return ChatRuntime(
+            self.chat_config(), owner=self._owner(), lease_seconds=self.lease_seconds
+        )
+
     def initialize_settings(self) -> None:
         """Load and validate the settings now, so a bad file stops the server with its message."""
-        self.runtime = ChatRuntime(self.chat_config(), owner=self._owner())
+        self.runtime = self._runtime()
 
     def initialize_handlers(self) -> None:
         """Register the routes (ExtensionApp prepends base_url)."""
         if self.runtime is None:  # initialize_settings runs first; this keeps mypy honest
-            self.runtime = ChatRuntime(self.chat_config(), owner=self._owner())
+            self.runtime = self._runtime()
         prefix = "/" + self.runtime.settings.url.strip("/")
         common = {"runtime": self.runtime, "max_body_bytes": self.max_body_bytes}
         streaming = {**common, "keepalive_seconds": self.keepalive_seconds}

@@ -1,10 +1,12 @@
 """Durable turns: admit a turn under the client's id, follow the conversation's journal, cancel.
 
-* ``POST {url}turns/`` ``{conversation_id?, turn_id, text}`` admits the turn (stored as
-  ``accepted`` before any provider work) and answers ``202 {conversation_id, turn_id, sequence,
-  state}``; ``sequence`` is the journal position its events come after. The same ``turn_id`` with
-  the same input is the same admission again, never a second turn; with another input, ``409``.
-  The turn runs detached from the request: closing a stream never cancels it.
+* ``POST {url}turns/`` ``{conversation_id?, turn_id, text}`` admits the turn (stored and started
+  in one store write, before any project or provider work) and answers ``202 {conversation_id,
+  turn_id, sequence, state}``; ``sequence`` is the journal position its events come after. The
+  same ``turn_id`` with the same input is the same admission again — on any server sharing the
+  store, whatever conversation it names — and only the server whose admission created the turn
+  runs it; with another input (or another conversation), ``409``. The turn runs detached from
+  the request: closing a stream never cancels it.
 * ``GET {url}conversations/{id}/events`` streams the journal as server-sent events. Each frame
   carries the event's conversation position as the SSE ``id:`` and as ``sequence`` in its JSON
   (with its ``turn_id``). ``Last-Event-ID`` (or ``?after=N``) replays strictly after N, then the
@@ -28,13 +30,12 @@ from typing import Any
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..core.recovery import OWNER, hold
 from ..core.session.messages import text_refusal
+from ..core.store import TurnBusy, TurnConflict, UnknownConversation
 from ..core.store.records import FINAL_TURN_STATES
-from ..core.store.turns import TurnConflict, input_hash
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
-from .sessions import ChatRuntime, TurnBusy
+from .sessions import ChatRuntime
 from .sse import KEEPALIVE
 
 __all__ = ["CancelHandler", "ConversationEventsHandler", "TurnsHandler", "frame"]
@@ -105,53 +106,29 @@ class TurnsHandler(DurableHandler):
         self.answer(202, admitted)
 
     async def _admit(self, turn_id: str, text: str, conversation_id: str | None) -> dict[str, Any]:
-        """On the engine: the same admission again, or a new one started detached."""
-        runtime, actor, digest = self.runtime, self.actor, input_hash(text)
-        earlier = runtime.store.admitted_turn(actor.id, turn_id)
-        if earlier is not None:
-            if earlier.input_hash != digest or conversation_id not in (
-                None,
-                earlier.conversation_id,
-            ):
-                raise Refused(409, "turn_conflict", TURN_CONFLICT)
-            return _admission(earlier.conversation_id, turn_id, earlier.state, earlier)
+        """On the engine: the admission (one store write decides it); the server whose
+        admission created the turn runs it, detached, every other caller follows it."""
+        runtime, actor = self.runtime, self.actor
         try:
-            session = await runtime.session(actor, conversation_id)  # on the engine already
-        except KeyError:
-            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
-        cid = session.conversation_id
-        assert cid is not None
-        if runtime.running_turn(cid) is not None:
-            raise Refused(409, "turn_in_progress", BUSY_MESSAGE)
-        try:  # no await from here on: nothing else runs on the engine in between
-            admission = runtime.store.admit_turn(cid, turn_id, digest, owner=OWNER, text=text)
+            admission = runtime.admit(actor, text, turn_id=turn_id, conversation_id=conversation_id)
         except TurnConflict:
             raise Refused(409, "turn_conflict", TURN_CONFLICT) from None
-        hold(cid, turn_id)  # ours from now on: no recovery closes it before it starts
-        events = session.run_turn(text, transport="sse", turn_id=turn_id)
-        try:
-            runtime.start(cid, events, suspends=True, detached=True, turn_id=turn_id)
-        except TurnBusy:  # checked above on this thread, with no await in between
+        except UnknownConversation:
+            raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        except TurnBusy:
             raise Refused(409, "turn_in_progress", BUSY_MESSAGE) from None
+        if admission.created:
+            runtime.run_admitted(actor, admission, text)
         return {
-            "conversation_id": cid,
+            "conversation_id": admission.conversation_id,
             "turn_id": turn_id,
             "sequence": admission.position,
-            "state": "accepted",
+            "state": "accepted" if admission.created else admission.state,
         }
 
 
 BUSY_MESSAGE = "A turn of this conversation is running."
 TURN_CONFLICT = "This turn id was admitted with another message; use a new turn id."
-
-
-def _admission(conversation_id: str, turn_id: str, state: str, record: Any) -> dict[str, Any]:
-    return {
-        "conversation_id": conversation_id,
-        "turn_id": turn_id,
-        "sequence": int(record.admitted_position or 0),
-        "state": state,
-    }
 
 
 class ConversationEventsHandler(DurableHandler):
@@ -253,7 +230,7 @@ class CancelHandler(DurableHandler):
             command_id = _identifier(self.json_body("bad_event"), "command_id")
             store = self.runtime.store
             result = await self.runtime.on_engine(
-                store.request_cancel, conversation_id, turn_id, command_id
+                self.runtime.turns.cancel, conversation_id, turn_id, command_id
             )
             if result is None:
                 raise Refused(404, "bad_event", "No turn with that id in this conversation.")

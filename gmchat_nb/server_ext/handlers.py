@@ -35,6 +35,7 @@ __all__ = [
     "GMChatHandler",
     "allow",
     "envelope",
+    "unavailable_message",
 ]
 
 AUTH_RESOURCE = "gmchat"
@@ -72,7 +73,14 @@ def envelope(deliveries: list[Delivery], conversation_id: str | None) -> str:
 
 STORE_UNAVAILABLE = (StoreUnavailableError, sqlite3.OperationalError)
 """What a store raises when it cannot be used right now (its database server away, a SQLite
-file locked past the timeout or full): the documented ``chat_error``, never an unhandled error."""
+file locked past the timeout or full, a file it cannot open): the documented ``chat_error``,
+never an unhandled error."""
+
+
+def unavailable_message(error: BaseException) -> str:
+    """What a client is told when the store cannot be used: the store's own words when it says
+    which store and what is wrong with it (never a password), else the generic message."""
+    return str(error) if isinstance(error, StoreUnavailableError) and str(error) else UNAVAILABLE
 
 
 class GMChatHandler(APIHandler):
@@ -118,9 +126,17 @@ class GMChatHandler(APIHandler):
         envelope, not an unhandled 500; Tornado has logged the reason."""
         error = kwargs["exc_info"][1] if "exc_info" in kwargs else None
         if isinstance(error, STORE_UNAVAILABLE):
-            self.refuse(Refused(503, "chat_error", UNAVAILABLE))
+            self.refuse(Refused(503, "chat_error", unavailable_message(error)))
             return
         super().write_error(status_code, **kwargs)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """A store that cannot be used is logged by the store (once per reason), not as a
+        traceback per request."""
+        if isinstance(value, StoreUnavailableError):
+            log.debug("gmchat request refused: %s", value)
+            return
+        super().log_exception(typ, value, tb)
 
     async def session_for(self, conversation_id: str | None) -> ChatSession:
         """A session for the request's conversation; a foreign or unknown id is a 404, a project
@@ -129,6 +145,8 @@ class GMChatHandler(APIHandler):
             return await self.runtime.session(self.actor, conversation_id)
         except KeyError:
             raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        except STORE_UNAVAILABLE as error:  # the store's own words: which store, what is wrong
+            raise Refused(503, "chat_error", unavailable_message(error)) from None
         except Exception:
             log.exception("gmchat could not open a chat session")
             raise Refused(503, "chat_error", UNAVAILABLE) from None

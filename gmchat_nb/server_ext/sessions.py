@@ -8,13 +8,16 @@ and the running turns (so a disconnect or ``stop_extension`` can cancel them).
 
 Sessions, the project, the store and the turns themselves live on the runtime's
 :class:`~gmchat_nb.server_ext.engine.Engine` thread; the handlers, on Jupyter's loop, reach them
-only through the ``async`` methods here, which hop to the engine and back. On start the runtime
-closes turns a previous process left open (:func:`gmchat_nb.core.recovery.recover`).
+only through the ``async`` methods here, which hop to the engine and back. Turns are admitted,
+held under a lease and settled by the store's :class:`~gmchat_nb.core.turns.TurnOwner`: on start
+and then every half lease, the runtime sweeps its scope's turns nobody drives any more (a dead or
+stopped server's), runs on the ones that only read and closes the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import contextlib
 import importlib
@@ -22,7 +25,6 @@ import inspect
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -32,10 +34,20 @@ from ..core.events import ChatEvent
 from ..core.project import Project, connect
 from ..core.providers.base import BaseLLMProvider
 from ..core.providers.registry import create_provider
-from ..core.recovery import SERVER_STOPPED, close_turn, recover, take_over_resumable
+from ..core.ratelimit import RateLimiter
 from ..core.session import Actor, ChatSession, Hooks
+from ..core.session.ending import fail_unstarted
+from ..core.session.messages import conversation_title
 from ..core.settings import ChatConfigurationError, ChatSettings
-from ..core.store import ChatStore, ConversationRecord, TurnRecord
+from ..core.store import (
+    Admission,
+    ChatStore,
+    ConversationRecord,
+    StoreUnavailableError,
+    TurnRecord,
+    TurnStart,
+)
+from ..core.turns import LEASE_SECONDS, SERVER_STOPPED, TurnOwner, server_scope
 from .engine import Engine
 
 __all__ = ["ChatRuntime", "Delivery", "TurnBusy", "TurnRun", "actor_for", "conversation_json"]
@@ -76,12 +88,21 @@ class ChatRuntime:
     """The extension's state in the server process (one per server)."""
 
     def __init__(
-        self, settings: ChatSettings, *, store: ChatStore | None = None, owner: str | None = None
+        self,
+        settings: ChatSettings,
+        *,
+        store: ChatStore | None = None,
+        owner: str | None = None,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.settings = settings
         self.owner = owner  # see actor_for
         self._permission = _resolve_permission(settings.permission)
-        self.store = store or ChatStore(settings.store or ChatStore.default_path())
+        # A store that cannot be opened (read-only, not a database, damaged) keeps the routes:
+        # they answer 503 naming the problem until it is fixed.
+        self.store = store or ChatStore(settings.store or ChatStore.default_path(), open_later=True)
+        self.turns = TurnOwner.of(self.store, scope=server_scope(), lease_seconds=lease_seconds)
+        self.limiter = RateLimiter.from_settings(self.store, settings.rate_limit)
         self.engine = Engine()
         self._project: Project | None = None
         self._project_lock = asyncio.Lock()  # used on the engine's loop only
@@ -93,20 +114,37 @@ class ChatRuntime:
         self._watchers_lock = threading.Lock()
         self.store.on_journal(self._journaled)
         self.store.on_cancel(self._cancel_requested)
+        self.turns.on_lost(self._cancel_requested)  # taken over elsewhere: stop it here
         continued: list[TurnRecord] = []
         try:
-            # Admitted turns a dead process cut off before any data change run again; the rest
-            # of what it left open is closed as interrupted.
-            continued = take_over_resumable(self.store)
-            recover(self.store, now=time.time())
-        except Exception:  # a store that cannot be recovered still serves new turns
-            log.exception("could not close the chat turns a previous server left open")
+            # Turns a dead or stopped server left: those that only read run on here (taken over
+            # by exactly one server), the rest are closed as interrupted.
+            continued = self.turns.sweep()
+        except StoreUnavailableError:  # the store said what is wrong with it, once
+            pass
+        except Exception:  # a store that cannot be swept now still serves new turns
+            log.exception("could not settle the chat turns a previous server left open")
         # Connect now, so a project that cannot be reached or does not fit the settings is in the
         # log at start-up; requests connect again if this failed (a server that came up later).
         self.engine.submit(self._connect()).add_done_callback(_log_connect_failure)
         if continued:
             log.warning("continuing %d chat turn(s) a stopped server left", len(continued))
             self.engine.submit(self._continue(continued))
+        self._sweeper = self.engine.submit(self._sweep_forever())
+        # A server stopped by SIGINT (how JupyterHub's spawner stops it) exits without stopping
+        # its extensions: its turns are handed over at exit all the same.
+        atexit.register(self._hand_over)
+
+    def _hand_over(self) -> None:
+        """Hand this server's turns to the next server that may run them (never raises: it runs
+        at exit)."""
+        try:
+            handed = self.turns.hand_over()
+        except Exception as error:
+            log.warning("could not hand over the running chat turns: %s", error)
+            return
+        if handed:
+            log.warning("handed %d running chat turn(s) to the next server", handed)
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -199,8 +237,57 @@ class ChatRuntime:
         )
         return session
 
+    # -- turns -------------------------------------------------------------------------------
+
+    def admit(
+        self, actor: Actor, text: str, *, turn_id: str, conversation_id: str | None
+    ) -> Admission:
+        """On the engine: admit (and start) the actor's turn under its client's ``turn_id``, in
+        one store write, before any project or provider work (so retries get the same
+        admission while the project still connects). Raises ``TurnConflict``, ``TurnBusy``,
+        ``UnknownConversation``."""
+        return self.turns.admit(
+            actor.id,
+            text,
+            turn_id=turn_id,
+            conversation_id=conversation_id,
+            start=TurnStart(
+                text=text,
+                title=conversation_title(text),
+                limits=self.limiter.budgets,
+                window_seconds=self.limiter.window_seconds,
+            ),
+        )
+
+    def run_admitted(self, actor: Actor, admission: Admission, text: str) -> None:
+        """On the engine: run a turn this process admitted, detached (readers follow the
+        journal); a turn that cannot start (the project cannot be connected) ends with
+        ``chat_error``, never left open."""
+
+        async def events() -> AsyncIterator[ChatEvent]:
+            try:
+                session = await self._open_session(actor, admission.conversation_id)
+            except Exception:
+                log.exception("could not start the admitted chat turn %s", admission.turn_id)
+                fail_unstarted(self.turns, admission, actor.id)
+                return
+            async for event in session.drive(admission, text, transport="sse"):
+                yield event
+
+        try:
+            self.start(
+                admission.conversation_id,
+                events(),
+                suspends=True,
+                detached=True,
+                turn_id=admission.turn_id,
+            )
+        except TurnBusy:  # the store decided it runs here; this process still runs another
+            log.error("the admitted chat turn %s found its conversation busy", admission.turn_id)
+            fail_unstarted(self.turns, admission, actor.id)
+
     async def _continue(self, turns: list[TurnRecord]) -> None:
-        """On the engine: run each taken-over turn again, detached (readers follow the journal);
+        """On the engine: run each taken-over turn on, detached (readers follow the journal);
         one that cannot be run is closed as interrupted, never left open."""
         for turn in turns:
             record = self.store.conversation(turn.conversation_id)
@@ -218,9 +305,26 @@ class ChatRuntime:
                 )
             except Exception:
                 log.exception("could not continue the chat turn %s", turn.id)
+                self.turns.let_go(turn.conversation_id, turn.id)
                 current = self.store.turn(turn.conversation_id, turn.id)
                 if current is not None:
-                    close_turn(self.store, current, SERVER_STOPPED, now=time.time())
+                    self.turns.close(current, SERVER_STOPPED)
+
+    async def _sweep_forever(self) -> None:
+        """On the engine: every half lease, settle the turns of this scope nobody drives (a
+        peer that died): take over and run on those that only read, close the rest."""
+        while True:
+            await asyncio.sleep(self.turns.lease_seconds / 2)
+            try:
+                taken = self.turns.sweep()
+            except StoreUnavailableError:  # away: the store says why once; the next sweep tries
+                continue
+            except Exception:
+                log.exception("could not sweep the chat turns")
+                continue
+            if taken:
+                log.warning("taking over %d chat turn(s) a stopped server left", len(taken))
+                await self._continue(taken)
 
     def find_confirmation(self, actor: Actor, confirmation_id: str) -> str | None:
         """The actor's conversation holding a pending confirmation with this id, if any."""
@@ -324,8 +428,13 @@ class ChatRuntime:
             self._running.clear()
 
     async def aclose(self) -> None:
-        """Cancel turns, close the project and the store, stop the engine."""
+        """Cancel turns (one that only read is handed to the next server that may run it),
+        close the project and the store, stop the engine."""
+        atexit.unregister(self._hand_over)
+        self.turns.stopping = True
+        self._sweeper.cancel()
         await self.cancel_all()
+        await self.on_engine(self._hand_over)  # any the cancelled runs left
         if self._project is not None and self.engine.running:
             await self.engine.run(self._project.aclose())
         self._project = None

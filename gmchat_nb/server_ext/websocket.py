@@ -40,6 +40,7 @@ from .handlers import (
     STORE_UNAVAILABLE,
     UNAVAILABLE,
     UNKNOWN_CONVERSATION,
+    unavailable_message,
 )
 from .requests import (
     Refused,
@@ -55,6 +56,7 @@ __all__ = ["ChatSocket"]
 log = logging.getLogger(__name__)
 
 CLOSE_FORBIDDEN = 4403
+FOLLOW_SECONDS = 1.0  # a follower's longest wait without a wake-up (another process's SQLite)
 CLOSE_STARTUP_FAILED = 1011
 OVERSIZE_FACTOR = 4
 
@@ -73,6 +75,8 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self._run: TurnRun | None = None
         self._forwarder: asyncio.Task[None] | None = None
         self._pending: str | None = None  # the confirmation the running turn waits for
+        self._follower: asyncio.Task[None] | None = None  # following a turn after a replay
+        self._ended: set[str] = set()  # turns whose terminal event was sent
 
     @property
     def max_message_size(self) -> int:
@@ -113,14 +117,15 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if self.get_query_argument("after", None) is not None:
             try:
                 await self._replay()
-            except STORE_UNAVAILABLE:
-                log.exception("gmchat could not replay the journal")
-                self.send_error_event("chat_error", UNAVAILABLE)
+            except STORE_UNAVAILABLE as error:
+                log.debug("gmchat could not replay the journal: %s", error)
+                self.send_error_event("chat_error", unavailable_message(error))
 
     async def _replay(self) -> None:
         """``?conversation_id=C&after=N``: first the conversation's journaled events after N,
         each with its position as ``sequence`` and its ``turn_id`` (as the events stream sends
-        them), so a client that reconnects catches up before it asks again."""
+        them), so a client that reconnects catches up before it asks again; a turn still running
+        then (here or on another server sharing the store) is followed live to its end."""
         raw = self.get_query_argument("after", "")
         conversation_id = self.get_query_argument("conversation_id", None)
         store = self.runtime.store
@@ -136,11 +141,48 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         cursor = journal_cursor(raw)
         if cursor is None:
             return self.send_error_event("bad_event", "'after' must be a whole number >= 0.")
-        while entries := await self.runtime.on_engine(store.journal_after, record.id, cursor):
+        cursor = await self._send_journal(record.id, cursor)
+        running = await self.runtime.on_engine(self._open_turns, record.id)
+        if running:
+            self._follower = asyncio.create_task(self._follow(record.id, cursor, running))
+
+    async def _send_journal(self, conversation_id: str, cursor: int) -> int:
+        """Send the journal after ``cursor`` as it is now; the new cursor."""
+        store = self.runtime.store
+        while entries := await self.runtime.on_engine(store.journal_after, conversation_id, cursor):
             for entry in entries:
                 frame = {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
+                if entry.payload.get("type") in ("done", "error"):
+                    self._ended.add(entry.turn_id)
                 await self.write_message(json.dumps(frame))
             cursor = entries[-1].position
+        return cursor
+
+    def _open_turns(self, conversation_id: str) -> set[str]:
+        """On the engine: the conversation's turns that are admitted or running."""
+        store = self.runtime.store
+        return {
+            turn.id
+            for state in ("accepted", "running")
+            for turn in store.turns(state=state, conversation_id=conversation_id)
+        }
+
+    async def _follow(self, conversation_id: str, cursor: int, running: set[str]) -> None:
+        """Send the journal as it is committed until every turn of ``running`` has ended (a
+        commit here or, on PostgreSQL, another server's wakes it; else every second)."""
+        try:
+            while not running <= self._ended:
+                woken = self.runtime.watch(conversation_id)
+                try:
+                    cursor = await self._send_journal(conversation_id, cursor)
+                    if running <= self._ended:
+                        return
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), FOLLOW_SECONDS)
+                finally:
+                    self.runtime.unwatch(conversation_id, woken)
+        except (WebSocketClosedError, *STORE_UNAVAILABLE):
+            return
 
     # -- incoming ----------------------------------------------------------------------------
 
@@ -163,9 +205,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
                 raise Refused(400, "bad_event", f"Unknown event type {str(kind)[:40]!r}.")
         except Refused as refused:
             self.send_error_event(refused.code, refused.message)
-        except STORE_UNAVAILABLE:  # the socket stays open: the client may ask again
-            log.exception("gmchat's store is unavailable")
-            self.send_error_event("chat_error", UNAVAILABLE)
+        except STORE_UNAVAILABLE as error:  # the socket stays open: the client may ask again
+            log.debug("gmchat's store is unavailable: %s", error)  # the store says why, once
+            self.send_error_event("chat_error", unavailable_message(error))
 
     async def _message(self, payload: dict[str, Any]) -> None:
         if self._turn_running():
@@ -237,6 +279,8 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self._session = await self.runtime.session(self._actor, conversation_id)
         except KeyError:
             raise Refused(404, "bad_event", UNKNOWN_CONVERSATION) from None
+        except STORE_UNAVAILABLE:
+            raise  # chat_error with what is wrong with the store; the socket stays open
         except Exception:  # the project cannot be connected or configured: the contract's 1011
             log.exception("gmchat could not open a chat session")
             self.close(CLOSE_STARTUP_FAILED, "The chat is not available right now.")
@@ -280,8 +324,11 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.write_message(json.dumps(error_event(code, message=message).to_dict()))
 
     def on_close(self) -> None:
-        """A client that went away cancels its turn (and the provider call in it)."""
+        """A client that went away cancels its turn (and the provider call in it); a turn it
+        followed runs on."""
         if self._run is not None:
             self._run.cancel()
         if self._forwarder is not None:
             self._forwarder.cancel()
+        if self._follower is not None:
+            self._follower.cancel()

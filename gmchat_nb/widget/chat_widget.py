@@ -22,6 +22,7 @@ import traitlets
 from ..core.events import ChatEvent, Error, TextChunk, ToolResult
 from ..core.project.project import QueryOutcome
 from ..core.project.targets import demo_name
+from ..core.turns import new_turn_id
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
 from .tables import ResultTable
@@ -158,7 +159,8 @@ class ChatWidget(anywidget.AnyWidget):
         session: ChatSession | None = None
         try:
             session = await self.chat.session()  # (a failure here is the turn's, as below)
-            async for event in self.chat.stream(text):
+            # Durable like any admitted turn: its own id, its events' journal positions known.
+            async for event in self.chat.stream(text, turn_id=new_turn_id()):
                 payload = _for_display(event)
                 record["events"].append(payload)
                 batch.append(payload)
@@ -211,23 +213,18 @@ class ChatWidget(anywidget.AnyWidget):
         return record
 
     def _place(self, record: dict[str, Any], session: ChatSession | None) -> None:
-        """Find the ended turn in the journal: its events get their ``position`` and the turn
-        its end, which later cursors are measured from (never raises: it runs in ``finally``)."""
-        positions = self._positions
+        """Give the ended turn's events their journal ``position`` (known from its writes) and
+        the turn its end, which later cursors are measured from (never raises: it runs in
+        ``finally``)."""
         conversation_id = session.conversation_id if session is not None else None
-        end, placed = positions.position, False
-        if session is not None and conversation_id is not None:
-            same = positions.settled and positions.conversation_id == conversation_id
+        turn = self.chat.turns[-1] if self.chat.turns else None
+        end, placed = self._positions.position, False
+        if session is not None and conversation_id is not None and turn is not None:
             try:
-                end, placed = place_turn(
-                    session.store,
-                    conversation_id,
-                    positions.position if same else 0,
-                    record["events"],
-                )
+                end, placed = place_turn(session.store, conversation_id, turn, record["events"])
             except Exception:  # the store failed: views that missed this turn resync instead
                 log.exception("could not find the chat turn in the journal")
-        positions.turn_ended(int(record["index"]), conversation_id, end, placed)
+        self._positions.turn_ended(int(record["index"]), conversation_id, end, placed)
 
     def _flush(self, record: dict[str, Any], batch: list[dict[str, Any]]) -> None:
         if batch:

@@ -8,12 +8,14 @@ that carries one is answered with a ``replay`` of the turns that changed after i
 Why the turns come from the widget's memory and only the positions from the store's journal:
 the widget renders more than the journal holds (result tables and evidence rows, a turn refused
 before it started, the ``cancelled`` a Stop shows) and shows events before the session writes
-them (the session journals a turn in a few writes: at round starts, before effects, at the end).
-So a replay sends the widget's own turn records, the same ones a snapshot sends, and the journal
-says where each finished turn ends. Positions are therefore per finished turn: a view's cursor is
-always the end of a turn it has whole, a running turn is replayed whole (the front end skips the
-events it already has by their per-turn ``sequence``), and live ``events`` carry no position
-(``turn_end`` does, once the session has written the turn).
+them (a turn's writes are grouped: every ~50 ms while it streams, and at its steps). So a replay
+sends the widget's own turn records, the same ones a snapshot sends, and the journal says where
+each finished turn ends. Every widget turn is admitted under its own turn id, so its events'
+positions are what its writes returned, and its end is its last journaled event. Positions are
+per finished turn: a view's cursor is always the end of a turn it has whole, a running turn is
+replayed whole (the front end skips the events it already has by their per-turn ``sequence``),
+and live ``events`` carry no position (``turn_end`` does, once the session has written the
+turn).
 
 The *epoch* token names one run of turns whose ends are journal positions of one
 conversation. It changes whenever that stops being true: the widget's turns were cleared,
@@ -25,27 +27,22 @@ before it. A cursor of another epoch gets a snapshot; a snapshot is always corre
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.store import ChatStore
-from ..core.store.records import JournalEntry
+
+if TYPE_CHECKING:
+    from ..chat import Turn
 
 __all__ = [
-    "MAX_JOURNAL_READ",
     "TranscriptPositions",
     "ViewCursor",
-    "journal_positions",
     "pending_confirmation",
     "place_turn",
-    "read_journal",
     "requested_cursor",
 ]
-
-MAX_JOURNAL_READ = 20_000
-"""Journal rows read at most to place one ended turn (more: the turn is not placed, and views
-that missed it get a snapshot rather than the kernel reading without bound)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,61 +136,21 @@ class TranscriptPositions:
         ]
 
 
-def read_journal(store: ChatStore, conversation_id: str, after: int) -> list[JournalEntry] | None:
-    """The conversation's journal after ``after`` (None when over :data:`MAX_JOURNAL_READ`)."""
-    found: list[JournalEntry] = []
-    for entry in store.journal_since(conversation_id, after):
-        found.append(entry)
-        if len(found) > MAX_JOURNAL_READ:
-            return None
-    return found
-
-
-def journal_positions(
-    entries: Iterable[JournalEntry], events: Iterable[Mapping[str, Any]]
-) -> dict[int, int] | None:
-    """Per-turn ``sequence`` -> journal position of the turn that streamed ``events``.
-
-    The turn is the latest one in ``entries`` that journaled every sequenced event with the same
-    type (recovery may have closed older turns just before it began, and a stopped turn journals
-    an ``interrupted`` end the widget never streamed, so extra rows are expected). None when the
-    journal holds no such turn (nothing was journaled, or its write failed)."""
-    wanted = {
-        int(event["sequence"]): event.get("type")
-        for event in events
-        if type(event.get("sequence")) is int
-    }
-    if not wanted:
-        return None
-    turns: dict[str, dict[int, tuple[int, Any]]] = {}
-    for entry in entries:
-        sequence = entry.payload.get("sequence")
-        if type(sequence) is int:
-            turns.setdefault(entry.turn_id, {})[sequence] = (
-                entry.position,
-                entry.payload.get("type"),
-            )
-    for journaled in reversed(list(turns.values())):  # dicts keep first-journaled order
-        if all(journaled.get(seq, (0, None))[1] == kind for seq, kind in wanted.items()):
-            return {sequence: position for sequence, (position, _) in journaled.items()}
-    return None
-
-
 def place_turn(
-    store: ChatStore, conversation_id: str, after: int, events: list[dict[str, Any]]
+    store: ChatStore, conversation_id: str, turn: Turn, events: list[dict[str, Any]]
 ) -> tuple[int, bool]:
     """Where a turn that just ended (its ``events``, as the widget streamed them) ends in the
-    journal, read after ``after``, and whether the journal holds it (``placed``). A placed turn's
-    events get their ``position``; an unplaced one ends at the conversation's last position."""
-    entries = read_journal(store, conversation_id, after)
-    located = journal_positions(entries, events) if entries is not None else None
-    if not located:
+    journal, and whether the journal holds it (``placed``): its events get the ``position`` its
+    writes returned, its end is the last position of its turn id (a stopped turn's closing
+    events included). An unplaced turn (refused before it started, its writes failed) ends at
+    the conversation's last position."""
+    if turn.turn_id is None or not turn.positions:
         return store.last_position(conversation_id), False
     for event in events:
         sequence = event.get("sequence")
-        if type(sequence) is int and sequence in located:
-            event["position"] = located[sequence]
-    return max(located.values()), True
+        if type(sequence) is int and sequence in turn.positions:
+            event["position"] = turn.positions[sequence]
+    return store.turn_end_position(conversation_id, turn.turn_id), True
 
 
 def pending_confirmation(record: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -7,17 +7,18 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.core.providers.scripted import ScriptedProvider
-from gmchat_nb.core.recovery import OWNER, recover, resumable, take_over_resumable
-from gmchat_nb.core.store import ChatStore
-from gmchat_nb.core.store.turns import input_hash
+from gmchat_nb.core.store import ChatStore, input_hash
+from gmchat_nb.core.turns import OWNER, TurnOwner
 
 QUERY = {"id": "c1", "name": "query", "args": {"manager": "Part", "fields": ["name"], "limit": 2}}
+RESULT = {"type": "tool_result", "sequence": 2, "id": "c1", "name": "query", "result": {}}
 MUTATE = {"id": "m1", "name": "mutate", "args": {"mutation": "createPart", "input": {}}}
 
 
@@ -33,13 +34,24 @@ def cut_off(
     store: ChatStore,
     owner: str,
     call: dict[str, Any] | None,
-    actor: str = "local:ada",
+    actor: str | None = None,
+    scope: str = "",
     **admission: Any,
 ) -> str:
     """A conversation whose admitted turn ``t1`` died after its first tool round (or, with no
-    ``call``, right after its admission)."""
+    ``call``, right after its admission), in take-over ``scope`` (a server's, off a hub). A turn
+    id names one turn per actor: each conversation here is another actor's unless named."""
+    actor = actor or f"local:{uuid.uuid4().hex[:8]}"
     cid = store.create_conversation(actor).id
-    store.admit_turn(cid, "t1", input_hash("List two parts"), owner=owner, **admission)
+    store.admit_turn(
+        actor,
+        "t1",
+        input_hash=input_hash("List two parts"),
+        owner=owner,
+        conversation_id=cid,
+        scope=scope,
+        **admission,
+    )
     if call is not None:
         store.record_turn(
             cid,
@@ -63,16 +75,20 @@ def test_only_admitted_turns_that_only_read_are_run_again(store_location: str, d
         textless = cut_off(store, dead, QUERY)  # admitted before turns kept their text
         cancelled = cut_off(store, dead, QUERY, text="List two parts")
         store.request_cancel(cancelled, "t1", "stop")
-        alive = cut_off(store, f"elsewhere:{1}:0", QUERY, text="List two parts")  # not ours
+        # another host's server whose lease runs: alive, not ours
+        alive = cut_off(
+            store, "elsewhere:1:0", QUERY, text="List two parts", lease_until=time.time() + 60
+        )
+        kernels = cut_off(store, dead, QUERY, text="List two parts", scope="kernel:")
 
-        taken = take_over_resumable(store)
+        owner = TurnOwner.of(store, scope="")
+        taken = owner.sweep()  # the mutating, textless and cancelled ones are closed
         assert {turn.conversation_id for turn in taken} == {reading, never_started}
         assert all(store.turn(t.conversation_id, "t1").owner == OWNER for t in taken)  # type: ignore[union-attr]
-        assert take_over_resumable(store) == []  # held by this process now: taken once
-        assert recover(store, now=time.time()) == 3  # the mutating, textless, cancelled ones
+        assert owner.sweep() == []  # held by this process now: taken once
         states = {
             cid: store.turn(cid, "t1").state  # type: ignore[union-attr]
-            for cid in (reading, never_started, mutating, textless, cancelled, alive)
+            for cid in (reading, never_started, mutating, textless, cancelled, alive, kernels)
         }
         assert states == {
             reading: "running",
@@ -81,8 +97,9 @@ def test_only_admitted_turns_that_only_read_are_run_again(store_location: str, d
             textless: "interrupted",
             cancelled: "interrupted",
             alive: "running",
+            kernels: "running",  # a kernel's turn: no server runs it or closes it
         }
-        assert not resumable(store, store.turn(alive, "t1"))  # type: ignore[arg-type]
+        assert owner.take_over(store.turn(alive, "t1")) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("started", [True, False])
@@ -94,7 +111,7 @@ async def test_a_continued_turn_goes_on_from_its_last_committed_step(
     try:
         session = await chat.session()
         cid = cut_off(session.store, dead, QUERY if started else None, text="List two parts")
-        [turn] = take_over_resumable(session.store)
+        [turn] = TurnOwner.of(session.store, scope="").sweep()
         events = [event.to_dict() async for event in session.continue_turn(turn)]
         journal = session.store.journal_after(cid, 0)
         assert [entry.position for entry in journal] == list(range(1, len(journal) + 1))
@@ -131,5 +148,48 @@ async def test_asking_again_after_the_kernel_died_replays_and_then_goes_on(
         assert [event["type"] for event in again.events] == ["tool_call", "text_chunk", "done"]
         assert len(provider.requests) == 1
         assert session.store.turn(cid, "t1").state == "done"  # type: ignore[union-attr]
+    finally:
+        await chat.aclose()
+
+
+async def test_a_partial_answer_a_crash_cut_off_is_dropped_by_readers(
+    store_location: str, dead: str
+) -> None:
+    """Events are committed while a turn streams (every <=50 ms), so a crash can leave part of an
+    answer journaled past the turn's last complete step. The continuation's first event says so
+    (``continues_after``: the last sequence the steps cover) and a reader — ``Turn`` here —
+    drops the cut-off part: the answer is the new run's alone."""
+    provider = ScriptedProvider({"rounds": [{"text": "Two parts: Bolt, Gear."}]})
+    chat = Chat(project="demo", provider=provider, store=store_location)
+    try:
+        session = await chat.session()
+        store = session.store
+        cid = store.create_conversation(chat.actor.id).id
+        store.admit_turn(chat.actor.id, "t1", input_hash=input_hash("List two parts"),
+                         owner=dead, conversation_id=cid, text="List two parts")  # fmt: skip
+        store.record_turn(
+            cid,
+            "t1",
+            [
+                {"role": "user", "content": "List two parts"},
+                {"role": "assistant", "content": "", "tool_calls": [QUERY]},
+                {"role": "tool", "tool_call_id": "c1", "tool_name": "query", "tool_result": {}},
+            ],
+            [(1, {"type": "tool_call", "sequence": 1, **QUERY}), (2, RESULT)],
+            state="running",
+            owner=dead,
+            committed_sequence=2,
+            fenced=True,
+        )
+        partial = {"type": "text_chunk", "sequence": 3, "content": "Two pa"}
+        store.record_turn(cid, "t1", [], [(3, partial)], owner=dead, fenced=True)
+
+        turn = await chat.ask("List two parts", turn_id="t1")
+        continued = next(e for e in turn.events if e.get("continues_after") is not None)
+        assert continued["sequence"] == 4 and continued["continues_after"] == 2
+        assert turn.answer == "Two parts: Bolt, Gear."  # not "Two paTwo parts: ..."
+        journal = store.events(cid, turn_id="t1")
+        assert [e["sequence"] for e in journal] == [1, 2, 3, 4, 5]  # the journal keeps it all
+        assert journal[2]["content"] == "Two pa" and journal[-1]["type"] == "done"
     finally:
         await chat.aclose()

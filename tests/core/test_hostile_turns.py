@@ -9,15 +9,14 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
-from gmchat_nb.core.recovery import recover
 from gmchat_nb.core.store import ChatStore
+from gmchat_nb.core.turns import TurnOwner
 
 from ..graphql_server import graphql_server
 from .conftest import chat_with
@@ -213,7 +212,8 @@ def test_recovery_journals_every_answered_call_after_its_announcement(tmp_path: 
             state="running",
             owner=dead,
         )
-        assert recover(store, now=time.time()) == 1
+        assert TurnOwner.of(store, scope="").sweep() == []  # not run again: closed
+        assert store.turn(cid, "t1").state == "interrupted"  # type: ignore[union-attr]
         journal = store.events(cid)
     assert [(e["type"], e.get("id")) for e in journal] == [
         ("tool_call", "c1"),

@@ -7,17 +7,22 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gmchat_nb.core.store import (
     SCHEMA_VERSION,
+    Admission,
     ChatStore,
     ConfirmationRecord,
     StoreVersionError,
+    TurnBusy,
+    TurnConflict,
+    TurnStart,
+    UnknownConversation,
 )
 from gmchat_nb.core.store.database import StoreClosedError
-from gmchat_nb.core.store.turns import TurnConflict
 
 T0 = 1_700_000_000.0
 HOUR = 3600.0
@@ -731,27 +736,67 @@ def test_positions_are_gap_free_and_a_repeated_write_takes_none(store: ChatStore
     assert store.last_position(conversation) == 3 and store.first_position(conversation) == 1
 
 
+def admit_turn(
+    store: ChatStore, actor: str, turn_id: str, digest: str, **options: Any
+) -> Admission:
+    return store.admit_turn(actor, turn_id, input_hash=digest, owner="me", **options)
+
+
 def test_an_admission_is_idempotent_and_its_cancel_decided_once(store: ChatStore) -> None:
     conversation = store.create_conversation("alice").id
+    other = store.create_conversation("alice").id
     store.append_event(conversation, "earlier", 1, {"type": "done"})
-    first = store.admit_turn(conversation, "turn-1", "hash-a")
+    first = admit_turn(store, "alice", "turn-1", "hash-a", conversation_id=conversation)
     assert (first.state, first.position, first.created) == ("accepted", 1, True)
-    again = store.admit_turn(conversation, "turn-1", "hash-a")
+    again = admit_turn(store, "alice", "turn-1", "hash-a", conversation_id=conversation)
     assert (again.position, again.created) == (1, False)
+    anywhere = admit_turn(
+        store, "alice", "turn-1", "hash-a"
+    )  # no conversation named: the same turn
+    assert (anywhere.conversation_id, anywhere.created) == (conversation, False)
     with pytest.raises(TurnConflict):
-        store.admit_turn(conversation, "turn-1", "hash-b")
+        admit_turn(store, "alice", "turn-1", "hash-b", conversation_id=conversation)
+    with pytest.raises(TurnConflict):  # one turn id names one turn of an actor, not one per chat
+        admit_turn(store, "alice", "turn-1", "hash-a", conversation_id=other)
+    assert admit_turn(store, "bob", "turn-1", "hash-a").created  # another actor's id is their own
+    with pytest.raises(UnknownConversation):
+        admit_turn(store, "mallory", "turn-9", "hash", conversation_id=conversation)
     assert store.admitted_turn("alice", "turn-1") is not None
     assert store.admitted_turn("mallory", "turn-1") is None  # another actor's id is not theirs
     assert store.request_cancel(conversation, "turn-1", "c1") == "cancelled"
     assert store.request_cancel(conversation, "turn-1", "c1") == "duplicate"
     assert store.request_cancel(conversation, "turn-1", "c2") == "too_late"
     assert store.request_cancel(conversation, "nope", "c1") is None
-    store.admit_turn(conversation, "turn-2", "hash-c")
-    store.record_turn(conversation, "turn-2", [], [(1, {"type": "done"})], state="done")
-    assert store.request_cancel(conversation, "turn-2", "c3") == "too_late"
-    store.admit_turn(conversation, "turn-3", "hash-d", text="List parts \x00")
-    kept = store.turn(conversation, "turn-3")
+    admit_turn(store, "alice", "turn-2", "hash-c", conversation_id=other)
+    store.record_turn(other, "turn-2", [], [(1, {"type": "done"})], state="done")
+    assert store.request_cancel(other, "turn-2", "c3") == "too_late"
+    admit_turn(store, "alice", "turn-3", "hash-d", conversation_id=other, text="List parts \x00")
+    kept = store.turn(other, "turn-3")
     assert kept is not None and kept.input is not None and kept.input.startswith("List parts")
+
+
+def test_an_admission_starts_its_turn_in_the_same_write_or_ends_it_refused(
+    store: ChatStore,
+) -> None:
+    conversation = store.create_conversation("alice").id
+    writes = store.writes
+    start = TurnStart(text="List parts", title="Parts", limits={"requests": 1})
+    started = admit_turn(store, "alice", "t1", "h1", conversation_id=conversation, start=start,
+                    text="List parts")  # fmt: skip
+    assert store.writes == writes + 1  # admission, budget, title and question: one write
+    assert (started.state, started.refusal) == ("running", None)
+    assert [m.content for m in store.messages(conversation)] == ["List parts"]
+    assert store.conversation(conversation).title == "Parts"  # type: ignore[union-attr]
+    with pytest.raises(TurnBusy):  # its lease runs: the conversation is busy
+        admit_turn(store, "alice", "t2", "h2", conversation_id=conversation, start=start)
+    store.record_turn(conversation, "t1", [], [(1, {"type": "done"})], state="done")
+    refused = admit_turn(store, "alice", "t2", "h2", conversation_id=conversation, start=start,
+                    text="Again")  # fmt: skip
+    assert (refused.created, refused.state) == (True, "failed")
+    assert refused.refusal is not None and refused.refusal["code"] == "rate_limited"
+    assert store.events(conversation, turn_id="t2") == [{**refused.refusal}]  # its one end
+    plain = admit_turn(store, "alice", "t3", None, conversation_id=conversation, start=start)  # type: ignore[arg-type]
+    assert plain.refusal is not None and store.turn(conversation, "t3") is None  # not kept
 
 
 def test_two_stores_journaling_one_conversation_at_once_keep_positions_gap_free(
@@ -793,7 +838,7 @@ def test_text_no_engine_can_store_becomes_a_replacement_character(store: ChatSto
 
 def test_a_recorded_cancel_command_is_heard_once_and_only_when_recorded(store: ChatStore) -> None:
     conversation = store.create_conversation("alice").id
-    store.admit_turn(conversation, "turn-1", "hash")
+    admit_turn(store, "alice", "turn-1", "hash", conversation_id=conversation)
     heard: list[tuple[str, str]] = []
     store.on_cancel(lambda conversation_id, turn_id: heard.append((conversation_id, turn_id)))
     assert store.request_cancel(conversation, "turn-1", "c1") == "cancelled"

@@ -79,7 +79,10 @@ def test_a_version_3_database_is_migrated_and_keeps_its_rows(postgresql_store: s
     with ChatStore(postgresql_store) as store:
         old = store.turn("c1", "t1")
         assert old is not None and old.input is None and old.input_hash == "h"
-        store.admit_turn("c1", "t2", "h2", text="kept")
+        assert old.actor_id == "alice"  # version 5: a turn's actor is its conversation's
+        assert store.admitted_turn("alice", "t1") == old
+        store.admit_turn("alice", "t2", input_hash="h2", owner="me", conversation_id="c1",
+                         text="kept")  # fmt: skip
         kept = store.turn("c1", "t2")
         assert kept is not None and kept.input == "kept"
     with psycopg.connect(postgresql_store) as raw:
@@ -126,7 +129,9 @@ def test_another_process_s_journal_write_wakes_this_one_s_readers(postgresql_sto
 def test_a_cancel_recorded_by_another_process_reaches_this_one(postgresql_store: str) -> None:
     with ChatStore(postgresql_store) as runner, ChatStore(postgresql_store) as other:
         conversation = runner.create_conversation("alice").id
-        runner.admit_turn(conversation, "turn-1", "hash")
+        runner.admit_turn(
+            "alice", "turn-1", input_hash="hash", owner="me", conversation_id=conversation
+        )
         heard: list[tuple[str, str]] = []
         arrived = threading.Event()
 
@@ -189,19 +194,36 @@ def test_a_rolled_back_write_wakes_nobody(postgresql_store: str) -> None:
         assert woken == []
 
 
-def test_a_connection_the_server_dropped_is_replaced_on_next_use(postgresql_store: str) -> None:
-    with ChatStore(postgresql_store) as store:
-        conversation = store.create_conversation("alice").id
+def test_a_connection_the_server_dropped_is_replaced_before_anything_fails(
+    postgresql_store: str,
+) -> None:
+    """A read or a write that finds its idle connection dropped (a restart, a failover) asks
+    again on a new one: nothing was done on the old one, so nothing fails. Inside a write,
+    a dropped connection fails that write (it was rolled back) and the next one reconnects."""
+
+    def cut() -> None:
         with psycopg.connect(postgresql_store, autocommit=True) as admin:
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE pid <> pg_backend_pid() AND datname = current_database() "
                 "AND application_name = 'gmchat_nb'"
             )
+
+    with ChatStore(postgresql_store) as store:
+        conversation = store.create_conversation("alice").id
+        cut()
+        assert store.conversation(conversation) is not None  # a read reconnects
+        cut()
+        store.append_message(conversation, "user", "still here")  # so does a write's BEGIN
+        assert [m.content for m in store.messages(conversation)] == ["still here"]
+
+        def cut_mid_write() -> None:
+            with store._write() as write:
+                cut()  # mid-write: this write fails, rolled back
+                write.execute("DELETE FROM messages WHERE conversation_id = ?", (conversation,))
+
         with pytest.raises(StoreUnavailableError, match="unreachable"):
-            store.conversation(conversation)  # the statement that finds it broken fails
-        assert store.conversation(conversation) is not None  # the next one reconnects
-        store.append_message(conversation, "user", "still here")
+            cut_mid_write()
         assert [m.content for m in store.messages(conversation)] == ["still here"]
 
 

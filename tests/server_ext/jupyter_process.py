@@ -16,13 +16,18 @@ import httpx
 import yaml
 
 TOKEN = "t0ken-for-tests"
+# sh -c's script for a server on "another host": set the namespace's host name, then run it
+OTHER_HOST = 'hostname "$0" && exec "$@"'
 AUTH = {"Authorization": f"token {TOKEN}"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class JupyterServer:
     """`jupyter server` with gmchat: a scripted provider playing ``rounds``, the store at
-    ``tmp/chat.sqlite3`` (kept across restarts in the same ``tmp``), and ``gmchat`` settings."""
+    ``tmp/chat.sqlite3`` (kept across restarts in the same ``tmp``), and ``gmchat`` settings.
+    With ``hostname`` it runs in a UTS namespace of its own under that host name (``unshare``,
+    as root): to this machine's other servers it is a server on another host, whose process
+    they cannot see."""
 
     def __init__(
         self,
@@ -30,6 +35,7 @@ class JupyterServer:
         rounds: list[dict[str, Any]],
         *,
         base_url: str = "/",
+        hostname: str | None = None,
         **gmchat: Any,
     ) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
@@ -59,8 +65,10 @@ class JupyterServer:
             "HOME": str(tmp),
         }
         self.log = tmp / f"server-{self.port}.log"
+        host = [] if hostname is None else ["unshare", "--uts", "sh", "-c", OTHER_HOST, hostname]
         self.process = subprocess.Popen(
             [
+                *host,
                 sys.executable,
                 "-m",
                 "jupyter_server",

@@ -127,9 +127,9 @@ class PlannedReplay(Chat):
         super().__init__(**settings)
         self.recorded = EVENTS if events is None else events
 
-    async def stream(self, text: str) -> AsyncIterator[ChatEvent]:
+    async def stream(self, text: str, *, turn_id: str | None = None) -> AsyncIterator[ChatEvent]:
         session = await self.session()
-        turn = Turn(question=text)
+        turn = Turn(question=text, turn_id=turn_id)
         self.turns.append(turn)
         calls = {e["id"]: e["args"] for e in self.recorded if e["type"] == "tool_call"}
         for sequence, recorded in enumerate(self.recorded):

@@ -560,7 +560,26 @@ async def test_malformed_cursors_get_a_snapshot_and_never_an_exception(
 async def test_a_turn_the_journal_does_not_hold_starts_a_new_epoch(
     cleanup: list[ChatWidget],
 ) -> None:
-    """A turn refused before it starts is not journaled: a view that missed it resyncs."""
+    """A message refused before it is admitted (blank text) is not journaled: a view that
+    missed it resyncs."""
+    widget, comm, _ = await make([{"text": "One."}])
+    cleanup.append(widget)
+    await widget.run_turn("First")
+    cursor = back(comm.of("turn_end")[-1]["cursor"])
+    record = await widget.run_turn("   ")
+    assert record["error"]["code"] == "bad_message"
+    ended = comm.of("turn_end")[-1]["cursor"]
+    assert ended["epoch"] != cursor["epoch"] and ended["position"] == cursor["after"]
+    missed = await hello(widget, comm, **cursor)
+    assert missed["type"] == "snapshot" and len(missed["turns"]) == 2
+    assert (await hello(widget, comm, **back(ended)))["turns"] == []  # a live view is current
+
+
+async def test_a_refused_turn_is_journaled_like_any_widget_turn(
+    cleanup: list[ChatWidget],
+) -> None:
+    """Widget turns are admitted under their own turn id: one refused at its start (a spent
+    budget) ends with its refusal in the journal, so a view that missed it gets a replay."""
     widget, comm, _ = await make(
         [{"text": "One."}], rate_limit={"requests": 1, "window_seconds": 600}
     )
@@ -570,7 +589,7 @@ async def test_a_turn_the_journal_does_not_hold_starts_a_new_epoch(
     record = await widget.run_turn("Second")
     assert record["error"]["code"] == "rate_limited"
     ended = comm.of("turn_end")[-1]["cursor"]
-    assert ended["epoch"] != cursor["epoch"] and ended["position"] == cursor["after"]
+    assert ended["epoch"] == cursor["epoch"] and ended["position"] == cursor["after"] + 1
+    assert record["events"][-1]["position"] == ended["position"]
     missed = await hello(widget, comm, **cursor)
-    assert missed["type"] == "snapshot" and len(missed["turns"]) == 2
-    assert (await hello(widget, comm, **back(ended)))["turns"] == []  # a live view is current
+    assert missed["type"] == "replay" and [t["question"] for t in missed["turns"]] == ["Second"]

@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..events import ChatEvent, Done, Error, error_event
@@ -52,7 +52,7 @@ class PlannedTurn:
         work: TurnWork,
         *,
         catalog: Catalog,
-        check_rate: Callable[[], Error | None],
+        check_rate: Callable[[], Awaitable[Error | None]],
         audit: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None,
     ) -> None:
         self.work = work
@@ -68,7 +68,7 @@ class PlannedTurn:
         started = time.perf_counter()
         question, previous = question_of(messages)
         self.work.question = question
-        refused = self.check_rate()
+        refused = await self.check_rate()
         if refused is not None:
             yield refused
             return
@@ -112,7 +112,7 @@ class PlannedTurn:
             self._audit_end(reason, started)
             yield error_event(reason)
             return
-        refused = self.check_rate()
+        refused = await self.check_rate()
         if refused is not None:
             yield refused
             return

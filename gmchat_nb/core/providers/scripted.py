@@ -10,6 +10,7 @@ For tests, examples and notebooks. Each round is a mapping with optional ``text`
 Rounds are served in order; running out of rounds is a provider failure. A few keys script
 failures, so every guardrail can be tested without a real model: ``chunks`` (stream the text in
 these pieces), ``finish_reason``, ``delay_seconds`` (wait before the first event),
+``chunk_delay_seconds`` (wait before each later event: a model that streams slowly),
 ``stall_after`` (stop sending after this many events, without Done), ``error`` (fail the request
 with this server-side message) and ``done: false`` (end the stream without a Done).
 
@@ -61,6 +62,7 @@ ROUND_KEYS = frozenset(
         "chunks",
         "finish_reason",
         "delay_seconds",
+        "chunk_delay_seconds",
         "stall_after",
         "error",
         "done",
@@ -153,9 +155,12 @@ class ScriptedProvider(BaseLLMProvider):
                 "streamed one (complete): the script is out of step with the requests"
             )
         stall_after = script.get("stall_after")
+        pause = float(script.get("chunk_delay_seconds") or 0)
         for count, event in enumerate(self._events(script)):
             if stall_after is not None and count >= int(stall_after):
                 await asyncio.sleep(3600)  # a stream that stops talking
+            if pause and count:
+                await asyncio.sleep(pause)
             yield event
 
     async def complete_structured(

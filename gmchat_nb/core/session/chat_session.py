@@ -1,8 +1,9 @@
 """The conversation: :class:`ChatSession`, what the notebook API, the widget and the server
 extension drive.
 
-A session owns one conversation of one actor in the store, admits turns against the actor's
-budgets, journals every event with its sequence number, runs the
+A session owns one conversation of one actor in the store, admits turns through the store's
+:class:`~gmchat_nb.core.turns.TurnOwner` (against the actor's budgets), numbers every event and
+journals it with a :class:`~gmchat_nb.core.turns.TurnWriter`, runs the
 :class:`~gmchat_nb.core.loop.ToolLoop` (serving it as its :class:`~gmchat_nb.core.loop.TurnIO`)
 and ends every turn with exactly one terminal event. Confirmations are persisted and claimed
 atomically, so a mutation can run at most once however many processes or requests try to confirm
@@ -12,11 +13,11 @@ it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from ..audit import AuditLog
 from ..events import (
@@ -28,22 +29,37 @@ from ..events import (
     error_event,
     event_from_dict,
 )
-from ..loop import Decision, LoopLimits, ToolLoop, Transport, TurnState
+from ..loop import Decision, Transport, TurnState
 from ..planned.catalog import load_catalog
-from ..planned.roles import RoleProviders
-from ..planned.turn import PlannedTurn
-from ..planned.work import TurnWork
 from ..project.mutations import PreparedMutation
 from ..project.project import Project, QueryOutcome
-from ..project.tools import ToolRun, run_tool
+from ..project.tools import ToolRun
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent, ToolDefinition
 from ..ratelimit import RateLimiter
-from ..recovery import OWNER, close_turn, driving, recover
 from ..settings import ChatSettings
-from ..store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
+from ..store import (
+    Admission,
+    ChatStore,
+    ConfirmationRecord,
+    StoredMessage,
+    TurnBusy,
+    TurnLost,
+    TurnRecord,
+    TurnStart,
+)
+from ..turns import STEP_RETRY_SECONDS, TRANSIENT, TurnOwner, TurnWriter
 from .actor import Actor
-from .confirmations import UNAVAILABLE, ConfirmationWaiter, resumed_turn
+from .confirmations import (
+    UNAVAILABLE,
+    ConfirmationWaiter,
+    expire,
+    pending_record,
+    resumed_turn,
+    settle,
+)
 from .context import bounded_context
+from .ending import end_turn, end_turn_eventually, interrupt_turn
+from .engines import planned_turn, tool_loop
 from .hooks import Hooks
 from .messages import conversation_title, message_row, text_refusal
 from .offer import tools_and_prompt
@@ -51,6 +67,8 @@ from .offer import tools_and_prompt
 __all__ = ["ChatSession"]
 
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
+
+TAKEN_OVER = "This request went on in another server after this one lost contact with the store."
 
 
 class TurnCancelled(Exception):
@@ -84,30 +102,26 @@ class ChatSession:
         self.limiter = limiter or RateLimiter.from_settings(store, settings.rate_limit, clock=clock)
         self.hooks = hooks or Hooks(settings.hooks)
         self.clock = clock
-        untitled = False
         if conversation_id is not None:
             record = store.conversation(conversation_id)
             if record is None or record.actor_id != actor.id:
                 raise KeyError(f"no conversation {conversation_id!r} for this user")
-            untitled = not record.title  # its first question will name it
         self.conversation_id = conversation_id
+        self.turns = TurnOwner.of(store)
         self.outcomes: dict[str, QueryOutcome] = {}  # the current turn's, by tool call id
+        self.turn_id: str | None = None  # the latest turn admitted or driven here
+        self.positions: dict[int, int] = {}  # its journal positions, by sequence
         self._busy = False
         self._waiters: dict[str, ConfirmationWaiter] = {}
-        self._turn: TurnState | None = None
+        self._writer: TurnWriter | None = None
         self._admitted = False
-        self._untitled = untitled
-        self._unsaved: list[dict[str, Any]] = []
-        self._journal: list[tuple[int, dict[str, Any]]] = []
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
         self._mutations = tuple(allowed)
         tools, self._system_prompt = tools_and_prompt(project, settings, self._mutations)
         self._tools = list(tools)
-        self._planned = settings.planned_settings
+        planned = settings.planned_settings
         # The catalog is checked against the schema when the session opens, not mid-turn.
-        self._catalog = (
-            load_catalog(self._planned.catalog, project) if self._planned.enabled else None
-        )
+        self._catalog = load_catalog(planned.catalog, project) if planned.enabled else None
         self._role_providers: dict[str, BaseLLMProvider] = {}
 
     # -- public --------------------------------------------------------------------------------
@@ -132,7 +146,6 @@ class ChatSession:
         if self._busy:
             raise RuntimeError("a turn is running; wait for it to end")
         self.conversation_id = self.store.create_conversation(self.actor.id, title).id
-        self._untitled = not title  # the first question will name it
         return self.conversation_id
 
     def history(self) -> list[StoredMessage]:
@@ -142,37 +155,88 @@ class ChatSession:
         return self.store.messages(self.conversation_id)
 
     async def run_turn(
-        self, text: Any, *, transport: Transport = "stream", turn_id: str | None = None
+        self, text: object, *, transport: Transport = "stream", turn_id: str | None = None
     ) -> AsyncIterator[ChatEvent]:
         """Answer one user message: an async iterator of events ending in Done or Error.
 
-        ``turn_id`` is the id a client admitted the turn under (``POST turns/``): its events are
-        journaled under it. Without one the turn gets a fresh id.
+        ``turn_id`` is the client's idempotency key: the turn is admitted under it (see
+        :meth:`admit`) and keeps its text; asked again it is the same turn (nothing runs twice:
+        the events here are then those of a run in this process only). Without one the turn
+        gets a fresh id.
 
         Text that cannot be stored — not a string, blank, or holding a lone surrogate (half of
         a UTF-16 pair, which no UTF-8 store or socket can carry) — is refused with
         ``bad_message`` before anything is stored; nothing is silently changed.
         """
+        self.turn_id, self.positions = None, {}
         refusal = text_refusal(text)
-        if refusal is not None:
+        if refusal is not None or not isinstance(text, str):
             yield error_event("bad_message", message=refusal)
             return
         if self._busy:
             yield error_event("turn_in_progress")
             return
         try:
-            refused = self._admit(text)
+            admission = self.admit(text, turn_id=turn_id)
+        except TurnBusy:
+            yield error_event("turn_in_progress")
+            return
         except Exception as error:  # the store failed before the turn began
             yield self._failed_to_start(error)
             return
-        if refused is not None:
-            yield refused
+        if admission.created:
+            async for event in self.drive(admission, text, transport=transport):
+                yield event
+
+    def admit(
+        self,
+        text: str,
+        *,
+        turn_id: str | None = None,
+        conversation_id: str | None = None,
+        new_conversation: bool | None = None,
+    ) -> Admission:
+        """Admit (and start) a turn of this session's actor in one store write: in
+        ``conversation_id``, else the session's conversation, else a new one (or, with
+        ``new_conversation=False``, the actor's latest). The session moves to the turn's
+        conversation. Raises ``TurnConflict``, ``TurnBusy`` and ``UnknownConversation``."""
+        target = conversation_id or self.conversation_id
+        admission = self.turns.admit(
+            self.actor.id,
+            text,
+            turn_id=turn_id,
+            conversation_id=target,
+            new_conversation=target is None if new_conversation is None else new_conversation,
+            start=self.turn_start(text),
+        )
+        self.conversation_id, self.turn_id = admission.conversation_id, admission.turn_id
+        self.positions = {}
+        return admission
+
+    def turn_start(self, text: str) -> TurnStart:
+        """What starting a turn with ``text`` takes: its title and the actor's budgets."""
+        return TurnStart(
+            text=text,
+            title=conversation_title(text),
+            limits=self.limiter.budgets,
+            window_seconds=self.limiter.window_seconds,
+        )
+
+    async def drive(
+        self, admission: Admission, text: str, *, transport: Transport = "sse"
+    ) -> AsyncIterator[ChatEvent]:
+        """Run a turn this process admitted (``admission.created``): its refusal, or its events
+        to exactly one terminal event."""
+        self.conversation_id = admission.conversation_id
+        if admission.refusal is not None:
+            yield event_from_dict(admission.refusal)
+            return
+        if self._busy:
+            yield error_event("turn_in_progress")
             return
         self._busy = True
-        self._admitted = turn_id is not None  # a cancel command may come through the store
+        self._admitted = admission.kept  # a client's turn id: a cancel may come by the store
         try:
-            state = TurnState() if turn_id is None else TurnState(turn_id=turn_id)
-            await self.persist(Message("user", text), state)
             self.audit.emit("user_message", {"message": text, "session_key": self.conversation_id})
             self.hooks.fire(
                 "message_received",
@@ -180,6 +244,7 @@ class ChatSession:
                 message=text,
                 conversation_id=self.conversation_id,
             )
+            state = TurnState(turn_id=admission.turn_id)
             async for event in self._drive(state, transport, None):
                 yield event
         finally:
@@ -188,43 +253,30 @@ class ChatSession:
     async def continue_turn(
         self, turn: TurnRecord, *, transport: Transport = "sse"
     ) -> AsyncIterator[ChatEvent]:
-        """Run again an admitted turn a crash cut off before any data change (this process owns
-        it now: :func:`~gmchat_nb.core.recovery.take_over_resumable`). One that never started
-        runs from its text; one cut off mid-way goes on from its last committed step (its
-        question and tool rounds are in the context, a round missing results as text) and its
-        journal after its last sequence: still exactly one terminal event."""
+        """Run again a turn a crash cut off before any data change (this process owns it now:
+        :meth:`TurnOwner.take_over`). One that never started runs from its text; one cut off
+        mid-way goes on from its last committed step (its question and tool rounds are in the
+        context, a round missing results as text) and its journal after its last sequence: still
+        exactly one terminal event."""
         self.conversation_id = turn.conversation_id
-        if not self.store.messages(turn.conversation_id, turn_id=turn.id):
-            events = self.run_turn(turn.input, transport=transport, turn_id=turn.id)
+        if turn.state == "accepted":  # admitted, never started
+            text = turn.input or ""
+            try:
+                refusal = self.turns.start(turn, self.turn_start(text))
+            except TurnLost:
+                return
+            admission = Admission(
+                turn.conversation_id, turn.id, "running", 0, True, refusal, kept=True
+            )
+            events = self.drive(admission, text, transport=transport)
         elif self._busy:
             events = _single(error_event("turn_in_progress"))
         else:
             self._admitted = True
             state = TurnState(turn_id=turn.id)
-            events = self._exclusively(self._drive(state, transport, None, continued=True))
+            events = self._exclusively(self._drive(state, transport, None, continued=turn))
         async for event in events:
             yield event
-
-    def _admit(self, text: str) -> Error | None:
-        """Close what earlier turns left open, check budgets and confirmations, and make sure
-        the conversation exists and is named; an error event when the turn may not start."""
-        if self.conversation_id is not None:
-            # A turn of this conversation left open by a process that died, or suspended at a
-            # confirmation that expired, is closed first, so the context below is honest.
-            recover(self.store, conversation_id=self.conversation_id, now=self.clock())
-            if self.store.pending_confirmation(self.conversation_id, now=self.clock()):
-                return error_event("confirmation_pending")
-        decision = self.limiter.admit_request(self.actor.id)
-        if not decision.allowed:
-            return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
-        if self.conversation_id is None:
-            self.conversation_id = self.store.create_conversation(
-                self.actor.id, conversation_title(text)
-            ).id
-        elif self._untitled:
-            self.store.rename_conversation(self.conversation_id, conversation_title(text))
-        self._untitled = False
-        return None
 
     def _failed_to_start(self, error: Exception) -> Error:
         """The one terminal event of a turn whose first step failed (logged server-side)."""
@@ -258,15 +310,7 @@ class ChatSession:
         if self._busy:
             yield error_event("turn_in_progress")
             return
-        record = None
-        if self.conversation_id is not None and isinstance(confirmation_id, str):
-            record = self.store.claim_confirmation(
-                self.conversation_id,
-                confirmation_id,
-                self.actor.id,
-                now=self.clock(),
-                owner=OWNER,
-            )
+        record = self._claimed(confirmation_id) if isinstance(confirmation_id, str) else None
         if record is None:
             yield error_event(unavailable_code, message=UNAVAILABLE)
             return
@@ -288,29 +332,43 @@ class ChatSession:
 
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
-        self._turn = state
-        self._unsaved.append(message_row(message))
+        self._current().message(message_row(message))
 
-    def checkpoint(self) -> None:
-        """Write what the turn has so far now (before and after a data change)."""
-        self._flush()
+    async def checkpoint(self) -> None:
+        """Write what the turn has so far now (before and after a data change), waiting up to
+        :data:`STEP_RETRY_SECONDS` for a store that is away."""
+        writer = self._current()
+        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
 
-    def check_rate(self) -> Error | None:
-        """Before each provider round: write what the turn has so far, stop if the turn was
-        cancelled (by any process: the command is in the store), then check budgets."""
-        self._flush()
-        if self._admitted and self._turn is not None and self.conversation_id is not None:
-            record = self.store.turn(self.conversation_id, self._turn.turn_id)
+    async def check_rate(self) -> Error | None:
+        """Before each provider round: write what the turn has so far (as :meth:`checkpoint`),
+        stop if the turn was cancelled (by any process: the command is in the store) or taken
+        over, then check budgets."""
+        writer = self._current()
+        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
+        if self._admitted and self.conversation_id is not None:
+            record = self.store.turn(self.conversation_id, writer.turn_id)
             if record is not None and record.cancel_command is not None:
                 raise TurnCancelled(record.cancel_command)
+            if record is not None and record.owner != self.turns.owner:
+                writer.lost = True
+                raise TurnLost(f"turn {writer.turn_id} was taken over by another process")
         decision = self.limiter.check_tokens(self.actor.id)
         if decision.allowed:
             return None
         return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
 
     def record_usage(self, usage: TokenUsage) -> None:
-        """Count tokens against the actor's budgets."""
-        self.limiter.record_usage(self.actor.id, usage)
+        """Count tokens against the actor's budgets (with the turn's next write)."""
+        if self._writer is not None:
+            self._writer.usage(self.limiter.amounts(usage))
+        else:
+            self.limiter.record_usage(self.actor.id, usage)
+
+    def _current(self) -> TurnWriter:  # the writer of the turn being driven
+        if self._writer is None:
+            raise RuntimeError("no turn is being driven")
+        return self._writer
 
     def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
         """Audit and hooks for one tool call."""
@@ -330,8 +388,8 @@ class ChatSession:
         self.hooks.fire(
             "tool_called", actor=self.actor, tool_name=call.name, args=call.args, result=run.result
         )
-        if call.name == "mutate":
-            self._settle(call.id, run)
+        if call.name == "mutate" and self.conversation_id is not None:
+            settle(self.store, self.conversation_id, call.id, run, now=self.clock())
             self.hooks.fire(
                 "mutation_executed",
                 actor=self.actor,
@@ -356,23 +414,16 @@ class ChatSession:
     ) -> ConfirmationWaiter:
         """Persist the pending confirmation; the returned waiter resolves it."""
         assert self.conversation_id is not None
-        now = self.clock()
         timeout = float(self.settings.confirm_timeout_seconds)
         self.store.add_confirmation(
-            ConfirmationRecord(
-                conversation_id=self.conversation_id,
-                id=call.id,
-                actor_id=self.actor.id,
-                mutation=prepared.mutation,
-                input=dict(prepared.input),
-                state="pending",
-                created_at=now,
-                expires_at=now + timeout,
-                resolved_at=None,
-                turn_state={
-                    "state": state.to_dict(),
-                    "call": {"id": call.id, "name": call.name, "args": call.args},
-                },
+            pending_record(
+                self.conversation_id,
+                self.actor.id,
+                call,
+                prepared,
+                state,
+                now=self.clock(),
+                timeout=timeout,
             )
         )
         waiter = ConfirmationWaiter(
@@ -389,211 +440,160 @@ class ChatSession:
         state: TurnState,
         transport: Transport,
         resumed: tuple[ConfirmationRecord, Decision] | None,
-        continued: bool = False,
+        continued: TurnRecord | None = None,
     ) -> AsyncIterator[ChatEvent]:
-        """Run (or resume) the loop, numbering, journaling and auditing every event.
+        """Run (or resume, or continue) the loop, numbering, journaling and auditing every
+        event.
 
         Every turn ends with exactly one terminal event (``done`` or ``error``), and that event is
         yielded only after it and everything before it are written, so what a client saw last is
-        always in the store. A failing write ends the turn with ``chat_error`` instead (and is not
-        retried by the next turn); a turn cancelled from outside (a client that went away) is
-        closed as interrupted (:mod:`gmchat_nb.core.recovery`).
+        always in the store. A store that cannot take a write ends the turn with ``chat_error``,
+        written as soon as the store can take it (:mod:`.ending`); a turn cancelled from outside
+        (a client that went away) is closed as interrupted.
         """
         assert self.conversation_id is not None
         conversation_id = self.conversation_id
-        # A resumed or continued turn goes on numbering where its journal stopped.
+        writer = self.turns.writer(conversation_id, state.turn_id, self.actor.id)
+        self._writer, self.turn_id = writer, state.turn_id
+        self.positions = writer.positions
+        # A resumed or continued turn goes on numbering where its journal stopped; a continued
+        # one tells readers which of its events the crash cut off (``continues_after``).
         sequence = (
             self.store.last_sequence(conversation_id, state.turn_id) if resumed or continued else 0
         )
+        covered = continued.committed_sequence if continued is not None else None
+        cut_off = covered if covered is not None and covered < sequence else None
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
-        loop = self._loop(transport)
-        self._turn = state
-        ended = False
-        with driving(conversation_id, state.turn_id):
-            try:
-                self._flush(turn_state="running")  # the context is read from the store
-                messages = await bounded_context(
-                    self.store,
+        loop = tool_loop(
+            self.project,
+            self.provider,
+            self._tools,
+            self.settings,
+            self._mutations,
+            self,
+            self.actor,
+            transport,
+            self.outcomes,
+        )
+        ended = ending = False
+        handed_over = False
+        try:
+            messages = await bounded_context(
+                self.store,
+                self.provider,
+                self,
+                conversation_id,
+                state,
+                system_prompt=self._system_prompt,
+                summarize_after=self.settings.summarize_after,
+                max_recent=self.settings.max_recent_messages,
+                pending_tail=resumed is not None,
+            )
+            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
+            if self._catalog is not None and resumed is None:
+                planned = planned_turn(
+                    self.project,
                     self.provider,
+                    self.settings,
+                    self._catalog,
                     self,
-                    conversation_id,
                     state,
-                    system_prompt=self._system_prompt,
-                    summarize_after=self.settings.summarize_after,
-                    max_recent=self.settings.max_recent_messages,
-                    pending_tail=resumed is not None,
+                    self.outcomes,
+                    built=self._role_providers,
+                    on_usage=self.record_usage,
+                    check_rate=self.check_rate,
+                    audit=self.audit,
                 )
-                events: AsyncIterator[ChatEvent] = loop.run(messages, state)
-                if self._catalog is not None and resumed is None:
-                    events = self._planned_turn(state).events(
-                        messages, lambda: loop.run(messages, state)
-                    )
-                if resumed is not None:
-                    events = resumed_turn(loop, messages, state, *resumed)
-                async for event in events:
-                    sequence += 1
-                    numbered = event.numbered(sequence)
-                    self._journal.append((sequence, numbered.to_dict()))
-                    if isinstance(event, TextChunk):
-                        answer.append(event.content)
-                    elif isinstance(numbered, Done | Error):
-                        self._end(state, numbered)  # written before anyone sees it
-                        ended = True
-                    elif isinstance(event, ConfirmMutation):
-                        # A confirm request may resume the turn in another process.
-                        suspended = transport == "sse"
-                        self._flush(turn_state="suspended" if suspended else None)
-                        ended = suspended
-                    yield numbered
-            except TurnCancelled as cancelled:
-                # an explicit cancel, seen between steps: closed like an interrupted turn, and
-                # its terminal event told to whoever reads this stream
-                self._interrupt(state, f"it was cancelled (command {cancelled})")
-                closing = self.store.events(conversation_id, turn_id=state.turn_id)
-                if closing and closing[-1].get("type") == "error":
-                    yield event_from_dict(closing[-1])
-            except Exception as error:  # a bug or a failed write: the generic public event
-                if ended:
-                    raise  # the turn already ended; this failure is the caller's to see
-                log.exception("chat turn failed")
-                self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
+                events = planned.events(messages, lambda: loop.run(messages, state))
+            if resumed is not None:
+                events = resumed_turn(loop, messages, state, *resumed)
+            async for event in events:
                 sequence += 1
-                failure = error_event("chat_error").numbered(sequence)
-                self._journal.append((sequence, failure.to_dict()))
-                with contextlib.suppress(Exception):  # the store may be what failed
-                    self._end(state, failure)
-                ended = True
-                yield failure
-            except (asyncio.CancelledError, GeneratorExit):
-                if not ended:
-                    self._interrupt(state, "the client went away or the request was cancelled")
-                raise
+                numbered = event.numbered(sequence)
+                if cut_off is not None:
+                    numbered = dataclasses.replace(numbered, continues_after=cut_off)
+                    cut_off = None
+                if isinstance(event, TextChunk):
+                    answer.append(event.content)
+                if isinstance(numbered, Done | Error):
+                    ending = True  # written before anyone sees it:
+                    end = functools.partial(end_turn, writer, numbered)
+                    await writer.write_eventually(end, within=STEP_RETRY_SECONDS)
+                    ended = True
+                else:
+                    writer.event(sequence, numbered.to_dict())
+                if isinstance(event, ConfirmMutation):
+                    # A confirm request may resume the turn in another process.
+                    suspended = transport == "sse"
+                    writer.flush("suspended" if suspended else None)
+                    ended = suspended
+                yield numbered
+        except TurnCancelled as cancelled:
+            # an explicit cancel, seen between steps: closed like an interrupted turn, and
+            # its terminal event told to whoever reads this stream
+            interrupt_turn(self.turns, writer, f"it was cancelled (command {cancelled})")
+            handed_over = True
+            closing = self.store.events(conversation_id, turn_id=state.turn_id)
+            if closing and closing[-1].get("type") == "error":
+                yield event_from_dict(closing[-1])
+        except TurnLost:
+            # another process took the turn over (this one's lease had lapsed): its end is
+            # theirs to write; the client here is told the turn went on elsewhere
+            log.warning("chat turn %s was taken over by another process", state.turn_id)
+            ended = True
+            yield error_event("interrupted", message=TAKEN_OVER).numbered(sequence + 1)
+        except Exception as error:  # a bug or a failed write: the generic public event
+            if ended:
+                raise  # the turn already ended; this failure is the caller's to see
+            if isinstance(error, TRANSIENT):
+                log.warning("chat turn %s: its store failed (%s)", state.turn_id, error)
+            else:
+                log.exception("chat turn failed")
+            self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
+            # the failure takes the place of an end that could not be written
+            failure = error_event("chat_error").numbered(sequence if ending else sequence + 1)
+            ended = handed_over = True
+            end_turn_eventually(self.turns, writer, failure)
+            yield failure
+        except (asyncio.CancelledError, GeneratorExit):
+            if not ended:
+                interrupt_turn(
+                    self.turns, writer, "the client went away or the request was cancelled"
+                )
+                handed_over = True
+            raise
+        finally:
+            self._writer = None
+            if not handed_over:
+                writer.close()
         if answer:
             self.audit.emit(
                 "assistant_message",
                 {"message": "".join(answer), "session_key": self.conversation_id},
             )
 
-    def _planned_turn(self, state: TurnState) -> PlannedTurn:
-        roles = RoleProviders(
-            self._planned,
-            legacy=self.provider,
-            implicit=not self.settings.provider_profiles,
-            on_usage=self.record_usage,
-            built=self._role_providers,
-        )
-        self._role_providers = roles.providers  # built once per session, shared by its turns
-        work = TurnWork(
-            question="",
-            settings=self._planned,
-            roles=roles,
-            run_tool=lambda name, args: run_tool(self.project, name, args),
-            io=self,
-            state=state,
-            emit=lambda event: None,
-            project=self.project,
-            outcomes=self.outcomes,
-        )
-        assert self._catalog is not None
-        return PlannedTurn(
-            work, catalog=self._catalog, check_rate=self.check_rate, audit=self.audit.emit
-        )
-
-    def _loop(self, transport: Transport) -> ToolLoop:
-        return ToolLoop(
-            self.project,
-            self.provider,
-            self._tools,
-            LoopLimits(
-                max_rounds=self.settings.max_rounds,
-                max_retries=self.settings.max_retries_per_message,
-                max_mutations=self.settings.max_mutations_per_message,
-                confirm_mutations=frozenset(self.settings.confirm_mutations),
-                confirm_timeout_seconds=float(self.settings.confirm_timeout_seconds),
-                allowed_mutations=frozenset(self._mutations),
-                recover_missing_tool_calls=self.settings.recover_missing_tool_calls,
-            ),
-            self,
-            authenticated=self.actor.authenticated,
-            transport=transport,
-            outcomes=self.outcomes,
-        )
-
-    def _end(self, state: TurnState, terminal: Done | Error) -> None:
-        """Write the turn's last messages and journal with its terminal event, and its state."""
-        if isinstance(terminal, Error) and terminal.code != "confirmation_required_transport":
-            # Leave no dangling question: the next turn's context says this one failed.
-            self._unsaved.append(
-                message_row(
-                    Message(
-                        "assistant", f"(This request ended without an answer: {terminal.code}.)"
-                    )
-                )
-            )
-        self._flush(turn_state="done" if isinstance(terminal, Done) else "failed")
-
-    def _interrupt(self, state: TurnState, reason: str) -> None:
-        """Close a turn cancelled mid-way: what it did so far is written, then it is closed as
-        interrupted like a turn whose process died (never raises: it runs while unwinding)."""
+    def _claimed(self, confirmation_id: str) -> ConfirmationRecord | None:
+        """The confirmation, claimed by this actor with its turn running here (None: taken)."""
         if self.conversation_id is None:
-            return
-        try:
-            self._flush(turn_state="running")
-            turn = self.store.turn(self.conversation_id, state.turn_id)
-            if turn is not None and turn.state == "running":
-                close_turn(self.store, turn, reason, now=self.clock())
-        except Exception:
-            log.exception("could not record the interrupted turn %s", state.turn_id)
-
-    def _flush(self, *, turn_state: str | None = None) -> None:
-        """Write the turn's queued messages and events in one transaction (at round starts,
-        before effects and confirmations, and at the end: a few writes per turn, not one per
-        event). The queues are emptied first: a write that fails loses only this turn's rows
-        and never poisons the next turn."""
-        unsaved, journal = self._unsaved, self._journal
-        self._unsaved, self._journal = [], []
-        if self.conversation_id is None or self._turn is None:
-            return
-        if unsaved or journal or turn_state is not None:
-            self.store.record_turn(
-                self.conversation_id,
-                self._turn.turn_id,
-                unsaved,
-                journal,
-                state=turn_state,
-                owner=OWNER,
-            )
+            return None
+        return self.store.claim_confirmation(
+            self.conversation_id,
+            confirmation_id,
+            self.actor.id,
+            now=self.clock(),
+            owner=self.turns.owner,
+            lease_until=self.turns.lease_until(),
+        )
 
     def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
-        assert self.conversation_id is not None
-        record = self.store.claim_confirmation(
-            self.conversation_id, confirmation_id, self.actor.id, now=self.clock(), owner=OWNER
-        )
-        if record is None:
+        if self._claimed(confirmation_id) is None:
             return "unavailable"
         return "confirmed" if confirmed else "rejected"
 
-    def _settle(self, confirmation_id: str, run: ToolRun) -> None:
-        """Record how a claimed confirmation ended, from its tool result."""
-        if self.conversation_id is None:
-            return
-        record = self.store.confirmation(self.conversation_id, confirmation_id)
-        if record is None or record.state != "claimed":
-            return
-        status = run.result.get("status") if isinstance(run.result, dict) else None
-        final = {"executed": "executed", "cancelled": "rejected"}.get(str(status), "failed")
-        self.store.finish_confirmation(
-            self.conversation_id, confirmation_id, final, now=self.clock()
-        )
-
     def _expire(self, confirmation_id: str) -> None:
         assert self.conversation_id is not None
-        record = self.store.confirmation(self.conversation_id, confirmation_id)
-        if record is not None and record.state == "pending":
-            self.store.finish_confirmation(
-                self.conversation_id, confirmation_id, "expired", now=self.clock()
-            )
+        expire(self.store, self.conversation_id, confirmation_id, now=self.clock())
 
 
 async def _single(event: ChatEvent) -> AsyncIterator[ChatEvent]:

@@ -10,11 +10,19 @@ from collections.abc import AsyncIterator, Callable
 from ..events import ChatEvent
 from ..loop import Decision, ToolLoop, TurnState
 from ..project.errors import ToolError
+from ..project.mutations import PreparedMutation
 from ..project.tools import ToolRun
 from ..providers.base import Message, ToolCallEvent
-from ..store import ConfirmationRecord
+from ..store import ChatStore, ConfirmationRecord
 
-__all__ = ["UNAVAILABLE", "ConfirmationWaiter", "resumed_turn"]
+__all__ = [
+    "UNAVAILABLE",
+    "ConfirmationWaiter",
+    "expire",
+    "pending_record",
+    "resumed_turn",
+    "settle",
+]
 
 UNAVAILABLE = (
     "There is no pending confirmation with that id in this conversation: it is unknown, was "
@@ -80,3 +88,50 @@ async def resumed_turn(
             yield event
     async for event in loop.run(messages, state):
         yield event
+
+
+def pending_record(
+    conversation_id: str,
+    actor_id: str,
+    call: ToolCallEvent,
+    prepared: PreparedMutation,
+    state: TurnState,
+    *,
+    now: float,
+    timeout: float,
+) -> ConfirmationRecord:
+    """A new pending confirmation of ``call``, with what resuming its turn needs."""
+    return ConfirmationRecord(
+        conversation_id=conversation_id,
+        id=call.id,
+        actor_id=actor_id,
+        mutation=prepared.mutation,
+        input=dict(prepared.input),
+        state="pending",
+        created_at=now,
+        expires_at=now + timeout,
+        resolved_at=None,
+        turn_state={
+            "state": state.to_dict(),
+            "call": {"id": call.id, "name": call.name, "args": call.args},
+        },
+    )
+
+
+def settle(
+    store: ChatStore, conversation_id: str, confirmation_id: str, run: ToolRun, *, now: float
+) -> None:
+    """Record how a claimed confirmation ended, from its mutation's tool result."""
+    record = store.confirmation(conversation_id, confirmation_id)
+    if record is None or record.state != "claimed":
+        return
+    status = run.result.get("status") if isinstance(run.result, dict) else None
+    final = {"executed": "executed", "cancelled": "rejected"}.get(str(status), "failed")
+    store.finish_confirmation(conversation_id, confirmation_id, final, now=now)
+
+
+def expire(store: ChatStore, conversation_id: str, confirmation_id: str, *, now: float) -> None:
+    """A confirmation nobody decided in time: expired, if it is still pending."""
+    record = store.confirmation(conversation_id, confirmation_id)
+    if record is not None and record.state == "pending":
+        store.finish_confirmation(conversation_id, confirmation_id, "expired", now=now)

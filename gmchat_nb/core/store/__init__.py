@@ -19,7 +19,8 @@ The package is split by table, one module a job:
   (:class:`~.database.Database`) over :mod:`.sqlite_backend` or :mod:`.postgresql_backend`;
   :mod:`.records` — the values handed out;
 - :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
-  :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table.
+  :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table;
+  :mod:`.admission` — a turn's admission and start, one transaction over several tables.
 
 :class:`ChatStore` is one class composed of those per-table mixins (each a
 :class:`~.database.Database`) rather than a facade that delegates to per-table objects, because
@@ -33,6 +34,7 @@ every public signature a second time for no gain in isolation.
 
 from __future__ import annotations
 
+from .admission import Admission, Admissions, TurnBusy, TurnStart, UnknownConversation
 from .confirmations import Confirmations
 from .conversations import Conversations
 from .database import StoreClosedError, StoreUnavailableError
@@ -48,13 +50,14 @@ from .records import (
 )
 from .retention import Retention
 from .schema import SCHEMA_VERSION, StoreVersionError
-from .turns import Turns
+from .turns import TurnConflict, TurnLost, Turns, input_hash
 from .usage import UsageCounters
 
 __all__ = [
     "CONFIRMATION_STATES",
     "SCHEMA_VERSION",
     "TURN_STATES",
+    "Admission",
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",
@@ -62,12 +65,25 @@ __all__ = [
     "StoreUnavailableError",
     "StoreVersionError",
     "StoredMessage",
+    "TurnBusy",
+    "TurnConflict",
+    "TurnLost",
     "TurnRecord",
+    "TurnStart",
+    "UnknownConversation",
+    "input_hash",
 ]
 
 
 class ChatStore(
-    Conversations, Messages, Turns, EventJournal, Confirmations, UsageCounters, Retention
+    Conversations,
+    Messages,
+    Turns,
+    Admissions,
+    EventJournal,
+    Confirmations,
+    UsageCounters,
+    Retention,
 ):
     """Conversations, messages, confirmations, the event journal and usage counters.
 

@@ -104,6 +104,7 @@ class Confirmations(Database):
         *,
         now: float | None = None,
         owner: str | None = None,
+        lease_until: float | None = None,
     ) -> ConfirmationRecord | None:
         """Claim a pending, unexpired confirmation of ``actor_id`` for execution.
 
@@ -111,8 +112,9 @@ class Confirmations(Database):
         other caller — a second click, another thread, another process on the same file, a
         foreign actor, a late or unknown id — gets ``None``. Execute the mutation only on a
         record, then :meth:`finish_confirmation`. With ``owner``, the confirmation's turn is
-        marked ``running`` under that owner in the same transaction, so a process that dies
-        between claiming and recording leaves a turn recovery can find.
+        marked ``running`` under that owner (and its lease until ``lease_until``) in the same
+        transaction, so a process that dies between claiming and recording leaves a turn
+        recovery can find.
         """
         at = time_or_now(now)
         with self._write() as connection:
@@ -132,7 +134,15 @@ class Confirmations(Database):
             record = _confirmation(row)
             turn_id = record.turn_state.get("state", {}).get("turn_id")
             if owner is not None and isinstance(turn_id, str):
-                set_turn_state(connection, conversation_id, turn_id, "running", owner, at)
+                set_turn_state(
+                    connection,
+                    conversation_id,
+                    turn_id,
+                    "running",
+                    owner,
+                    at,
+                    lease_until=lease_until,
+                )
         return record
 
     def finish_confirmation(

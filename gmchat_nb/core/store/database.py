@@ -15,9 +15,11 @@ the parameter marks.
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +30,7 @@ from typing import Any, Protocol, Self
 
 from ..dsn import is_postgresql_url, without_password
 from ..text import clean_text
+from .schema import StoreVersionError
 
 __all__ = [
     "Backend",
@@ -39,6 +42,7 @@ __all__ = [
     "StoreClosedError",
     "StoreUnavailableError",
     "bindable",
+    "open_failure",
     "time_or_now",
 ]
 
@@ -51,8 +55,10 @@ class StoreClosedError(RuntimeError):
 
 class StoreUnavailableError(RuntimeError):
     """The store cannot be used right now: its database server is down, restarting or refused
-    the connection. The message names the store (without password). (A missing driver is an
-    ImportError, and a URL libpq cannot read a ValueError: neither gets better by waiting.)"""
+    the connection, or (opened with ``open_later``) its file cannot be opened — read-only, not a
+    database, damaged. The message names the store (without password) and what is wrong. (A
+    missing driver is an ImportError, and a URL libpq cannot read a ValueError: neither gets
+    better by waiting.)"""
 
 
 Signal = tuple[str, str, str]
@@ -93,6 +99,12 @@ class Backend(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]:
         """One write transaction holding the engine's writer lock; rolled back on error."""
+        ...
+
+    @property
+    def clock_offset(self) -> float:
+        """Seconds to add to this host's clock to read the store's (leases compare times
+        written by several hosts: they are measured on one clock)."""
         ...
 
     def announce(self, signals: list[Signal]) -> None:
@@ -158,6 +170,43 @@ class Statements:
         return self._backend.executemany(sql, (bindable(row) for row in rows))
 
 
+def open_failure(location: str, error: BaseException) -> str:
+    """What is wrong with a store that cannot be opened, in words a user can act on."""
+    text = str(error).strip() or type(error).__name__
+    lowered = text.lower()
+    code = getattr(error, "errno", None)
+    if isinstance(error, StoreVersionError):
+        return text  # a newer gmchat_nb's store: its own message names it and what to do
+    if _read_only(location) or "readonly" in lowered or code in (errno.EROFS, errno.EACCES):
+        problem = f"is read-only: its file or folder cannot be written ({text})"
+    elif "not a database" in lowered:
+        problem = "is not a SQLite database (the file holds something else)"
+    elif "malformed" in lowered or "corrupt" in lowered:
+        problem = f"is damaged ({text}); restore it from a backup or move it away"
+    elif "disk is full" in lowered or code == errno.ENOSPC:
+        problem = "cannot be written: the disk is full"
+    elif "unable to open" in lowered:
+        problem = f"cannot be opened ({text}): check that its folder exists and is writable"
+    else:
+        problem = f"cannot be opened: {text}"
+    return f"the chat store {location} {problem}"
+
+
+def _read_only(location: str) -> bool:
+    """Whether a SQLite store's file, or the folder it needs for its journal, cannot be written
+    (permissions, or a file system mounted read-only: SQLite then only says it cannot open it)."""
+    if location == ":memory:" or is_postgresql_url(location):
+        return False
+    path = Path(location)
+    folder = path.parent
+    with contextlib.suppress(OSError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return True
+    if path.exists() and not os.access(path, os.W_OK):
+        return True
+    return folder.exists() and not os.access(folder, os.W_OK)
+
+
 def open_backend(location: str) -> Backend:
     """The backend for a store location: PostgreSQL for a ``postgresql://`` URL, else SQLite."""
     if is_postgresql_url(location):
@@ -177,22 +226,38 @@ class Database:
     manager or call :meth:`close`.
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = ":memory:", *, open_later: bool = False
+    ) -> None:
         self._location = os.fspath(path)
         self._lock = threading.Lock()
         self._listeners: dict[str, list[Callable[[str, str], None]]] = {}  # by signal kind
         self._closed = False
         self._backend: Backend | None = None
+        self._open_later = open_later
+        self._reported: str | None = None  # the open failure last logged (logged once)
         self.path = without_password(self._location)
+        self.writes = 0  # write transactions committed through this object (benchmarks read it)
         try:
             self._backend = open_backend(self._location)
             self.path = self._backend.location
-        except StoreUnavailableError:
+        except StoreUnavailableError as error:
             # A database server that is down or restarting (a hub's servers may start before
             # it): every call says so until one finds it back, then the store works.
             if not is_postgresql_url(self._location):
                 raise
-            log.warning("the chat store %s is unavailable; trying again on use", self.path)
+            self._report(str(error))
+        except (sqlite3.Error, OSError, StoreVersionError) as error:
+            if not open_later:
+                raise
+            # A server keeps its routes with a store it cannot open (read-only, not a database,
+            # damaged): they answer 503 naming the problem until the file is fixed.
+            self._report(open_failure(self.path, error))
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
 
     @property
     def backend(self) -> str:
@@ -210,15 +275,38 @@ class Database:
             return Path(configured).expanduser()
         return _jupyter_data_dir() / "gmchat_nb" / "chat.sqlite3"
 
+    def _report(self, problem: str) -> None:
+        """Log why the store cannot be opened, once per distinct reason."""
+        if problem != self._reported:
+            self._reported = problem
+            log.error("%s; every request that needs it answers 503 until it is fixed", problem)
+
     def _open(self) -> Backend:
         """The backend (under the lock), opened now if it was unavailable before."""
         if self._closed:
             raise StoreClosedError(f"the chat store {self.path} is closed")
         if self._backend is None:
-            self._backend = open_backend(self._location)
+            try:
+                self._backend = open_backend(self._location)
+            except StoreUnavailableError as error:
+                self._report(str(error))
+                raise
+            except (sqlite3.Error, OSError, StoreVersionError) as error:
+                if not self._open_later:
+                    raise
+                problem = open_failure(self.path, error)
+                self._report(problem)
+                raise StoreUnavailableError(problem) from None
+            self._reported = None
             if self._listeners:
                 self._backend.listen(self._hear)
         return self._backend
+
+    def now(self) -> float:
+        """The store's time (this host's clock, corrected by the offset a PostgreSQL server's
+        clock showed when the connection opened): what leases are written and compared in."""
+        backend = self._backend
+        return time.time() + (backend.clock_offset if backend is not None else 0.0)
 
     @contextmanager
     def _write(self) -> Iterator[Statements]:
@@ -232,6 +320,7 @@ class Database:
                 signals = statements.signals()
                 if signals:
                     backend.announce(signals)
+            self.writes += 1
         for signal in signals:
             self._hear(signal)
 

@@ -29,18 +29,19 @@ def insert_events(
     turn_id: str,
     rows: list[tuple[int, str]],
     at: float,
-) -> None:
+) -> dict[int, int]:
     """Insert journal rows; the same event again is a no-op, a different one a ValueError.
+    Returns each row's journal position by sequence (an event journaled before keeps its own).
 
     Each new event takes the conversation's next ``position``, inside the caller's write
     transaction, so positions have no gaps and a repeated write consumes none."""
     if not rows:
-        return
+        return {}
     sequences = [sequence for sequence, _ in rows]
     # One statement (a round trip on PostgreSQL) for both: the conversation's last position and
     # the events of these sequences already journaled (none: one row of NULLs).
     found = connection.execute(
-        "SELECT last.position, e.sequence, e.payload FROM "
+        "SELECT last.position, e.sequence, e.payload, e.position FROM "
         "(SELECT COALESCE(MAX(position), 0) AS position FROM events WHERE conversation_id = ?) "
         "AS last LEFT JOIN events e ON e.conversation_id = ? AND e.turn_id = ? "
         "AND e.sequence BETWEEN ? AND ?",
@@ -48,6 +49,7 @@ def insert_events(
     ).fetchall()
     last = int(found[0][0])
     taken = {row[1]: row[2] for row in found if row[1] is not None}
+    positions = {int(row[1]): int(row[3]) for row in found if row[1] is not None}
     fresh = []
     for sequence, text in rows:
         if sequence in taken:
@@ -60,16 +62,18 @@ def insert_events(
         taken[sequence] = text
         fresh.append((sequence, text))
     if not fresh:
-        return
+        return positions
     connection.journaled.add(conversation_id)
+    values = []
+    for offset, (sequence, text) in enumerate(fresh, start=1):
+        positions[sequence] = last + offset
+        values.append((conversation_id, turn_id, sequence, text, at, last + offset))
     connection.executemany(
         "INSERT INTO events (conversation_id, turn_id, sequence, payload, created_at, position) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (conversation_id, turn_id, sequence, text, at, last + offset)
-            for offset, (sequence, text) in enumerate(fresh, start=1)
-        ],
+        values,
     )
+    return positions
 
 
 class EventJournal(Database):
@@ -134,6 +138,14 @@ class EventJournal(Database):
             parameters,
         )
         return [json.loads(row[0]) for row in rows]
+
+    def turn_end_position(self, conversation_id: str, turn_id: str) -> int:
+        """The journal position of the turn's last event so far (0 when it journaled none)."""
+        rows = self._read(
+            "SELECT MAX(position) FROM events WHERE conversation_id = ? AND turn_id = ?",
+            (conversation_id, turn_id),
+        )
+        return int(rows[0][0] or 0)
 
     def last_position(self, conversation_id: str) -> int:
         """The conversation's latest journal position (0 before its first event)."""

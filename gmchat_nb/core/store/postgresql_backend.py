@@ -13,9 +13,10 @@ Behaviour is SQLite's, by the same means:
   ``LISTEN``\\ ing on its own connection tells this process when *another* process wrote: its
   readers wake and read the journal, which stays the truth (a lost notification delays a reader
   to its keep-alive and never loses an event), and the turn a cancel names stops now.
-* Commits do not wait for their WAL flush (``synchronous_commit = off`` on the store's
-  connections): as with SQLite's WAL and ``synchronous = NORMAL``, a power cut may lose the last
-  commits, never consistency.
+* Commits wait for their WAL (PostgreSQL's default ``synchronous_commit``): a commit a client
+  was told of survives the database server crashing. (``synchronous_commit = off``, tried before,
+  lost the last half second of commits when the server was stopped as by a crash, and a later
+  write then reused their journal positions: a reader's cursor pointed at other events.)
 * Text PostgreSQL cannot store (NUL characters) becomes U+FFFD, as lone surrogates do on both.
 
 Statements use SQLite's ``?`` marks; :func:`translate` turns them into psycopg's ``%s``.
@@ -27,6 +28,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -116,9 +118,11 @@ class PostgresBackend:
         self._application = {} if "application_name" in location else {"application_name": APP}
         self._hear: Callable[[Signal], None] | None = None
         self._announcements: list[str] = []  # the current write's notification payloads
+        self._in_transaction = False
         self._listener: threading.Thread | None = None
         self._listening = threading.Event()
         self._stop = threading.Event()
+        self.clock_offset = 0.0
         self._connection = self._connect()
         try:
             schema = str(self.execute("SELECT current_schema()", ()).fetchone()[0])
@@ -135,9 +139,11 @@ class PostgresBackend:
             connection = self._psycopg.connect(
                 self._dsn, autocommit=True, row_factory=_row_factory, **self._application
             )
-            # SQLite's promise (WAL, synchronous=NORMAL): a power cut may lose the last commits,
-            # never consistency; a commit does not wait for its WAL flush.
-            connection.execute("SET synchronous_commit TO off")
+            before = time.time()
+            server = connection.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+            # Leases written by several hosts are compared on the server's clock: this host's
+            # clock plus the offset seen now (to within half a round trip).
+            self.clock_offset = float(server[0]) - (before + time.time()) / 2
             return connection
         except self._psycopg.Error as error:
             raise StoreUnavailableError(
@@ -163,10 +169,18 @@ class PostgresBackend:
             ) from error
 
     def execute(self, sql: str, parameters: tuple[Any, ...]) -> Any:
+        statement = translate(sql) if parameters else sql
+        values = _storable(parameters) if parameters else None
         with self._reachable():
-            if not parameters:
-                return self._live().execute(sql)
-            return self._live().execute(translate(sql), _storable(parameters))
+            connection = self._live()
+            try:
+                return connection.execute(statement, values)
+            except self._psycopg.OperationalError:
+                # A read outside a transaction that finds its idle connection dropped (the
+                # server restarted) is asked once more on a new one: nothing was done yet.
+                if self._in_transaction or not connection.closed:
+                    raise
+                return self._live().execute(statement, values)
 
     def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> Any:
         with self._reachable():
@@ -178,19 +192,33 @@ class PostgresBackend:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """``BEGIN`` and the writer lock … ``COMMIT`` (``ROLLBACK`` when the body raises)."""
+        """``BEGIN`` and the writer lock … ``COMMIT`` (``ROLLBACK`` when the body raises).
+
+        A connection the server dropped while idle (a restart, a failover) is found out by the
+        ``BEGIN``: nothing was done yet, so it reconnects and begins once more rather than fail
+        the first write after the server is back."""
+        begin = f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
         with self._reachable():
             connection = self._live()
-            # one round trip for both: a turn writes several times, each a few round trips
-            connection.execute(f"BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            try:
+                # one round trip for both: a turn writes several times, each a few round trips
+                connection.execute(begin)
+            except self._psycopg.OperationalError:
+                if not connection.closed:
+                    raise
+                connection = self._live()
+                connection.execute(begin)
         self._announcements = []
+        self._in_transaction = True
         try:
             yield
         except BaseException:
+            self._in_transaction = False
             if not connection.closed:
                 with suppress(self._psycopg.Error):  # the error that got here is the one to see
                     connection.execute("ROLLBACK")
             raise
+        self._in_transaction = False
         with self._reachable():
             connection.execute(self._commit())
 

@@ -113,7 +113,17 @@ _VERSION_4: Final = """
 ALTER TABLE turns ADD COLUMN IF NOT EXISTS input TEXT
 """
 
-MIGRATIONS: Final[dict[int, str]] = {3: _VERSION_3, 4: _VERSION_4}
+_VERSION_5: Final = """
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS actor_id TEXT;
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS scope TEXT;
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS lease_expires_at DOUBLE PRECISION;
+ALTER TABLE turns ADD COLUMN IF NOT EXISTS committed_sequence BIGINT;
+UPDATE turns SET actor_id = c.actor_id FROM conversations c
+    WHERE c.id = turns.conversation_id AND turns.actor_id IS NULL;
+CREATE INDEX IF NOT EXISTS turns_by_actor ON turns (actor_id, id)
+"""
+
+MIGRATIONS: Final[dict[int, str]] = {3: _VERSION_3, 4: _VERSION_4, 5: _VERSION_5}
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""
 

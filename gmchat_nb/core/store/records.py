@@ -7,6 +7,7 @@ from typing import Any, Final
 
 __all__ = [
     "CONFIRMATION_STATES",
+    "DRIVEN_TURN_STATES",
     "FINAL_CONFIRMATION_STATES",
     "FINAL_TURN_STATES",
     "TURN_STATES",
@@ -37,6 +38,9 @@ request resumes), and the final ``done``, ``failed`` and ``interrupted``."""
 
 FINAL_TURN_STATES: Final = frozenset({"done", "failed", "interrupted"})
 """The states a turn ends in: it has journaled its terminal event."""
+
+DRIVEN_TURN_STATES: Final = ("accepted", "running")
+"""The states in which a process owns a turn and holds a lease on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,10 @@ class TurnRecord:
     admitted_position: int | None = None  # the journal position it was admitted after
     cancel_command: str | None = None  # the command id of an explicit cancel, if one came
     input: str | None = None  # an admitted turn's text (to run it again after a crash)
+    actor_id: str | None = None  # whose turn id it is (unique per actor)
+    scope: str | None = None  # the servers that may take it over (see core.turns.identity)
+    lease_expires_at: float | None = None  # when its owner's claim lapses unless renewed
+    committed_sequence: int | None = None  # the last event its stored messages cover
 
 
 @dataclass(frozen=True, slots=True)

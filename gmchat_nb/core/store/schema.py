@@ -7,13 +7,16 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
 client replays after) and turns their admission (``input_hash``, ``cancel_command``); an older
 file gets the columns, positions numbered in journal order, when it is opened. Version 4 keeps
-an admitted turn's ``input`` (its text), so a turn a crash cut off can be run again."""
+an admitted turn's ``input`` (its text), so a turn a crash cut off can be run again. Version 5
+gives turns their ``actor_id`` (a turn id names one turn per actor, whatever its conversation),
+the ``scope`` of the servers that may take them over, the ``lease_expires_at`` their driving
+process renews, and the ``committed_sequence`` their stored messages cover."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -79,6 +82,10 @@ CREATE TABLE IF NOT EXISTS turns (
     admitted_position INTEGER,
     cancel_command TEXT,
     input TEXT,
+    actor_id TEXT,
+    scope TEXT,
+    lease_expires_at REAL,
+    committed_sequence INTEGER,
     PRIMARY KEY (conversation_id, id)
 );
 CREATE INDEX IF NOT EXISTS turns_by_state ON turns (state, conversation_id);
@@ -125,10 +132,11 @@ def apply_schema(connection: sqlite3.Connection, path: str) -> None:
     connection.execute(
         "CREATE UNIQUE INDEX IF NOT EXISTS events_by_position ON events (conversation_id, position)"
     )
+    connection.execute("CREATE INDEX IF NOT EXISTS turns_by_actor ON turns (actor_id, id)")
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-# versions 3's and 4's columns, added to tables an older version created
+# versions 3's to 5's columns, added to tables an older version created
 _COLUMNS: Final = {
     "events": {"position": "INTEGER"},
     "turns": {
@@ -136,6 +144,10 @@ _COLUMNS: Final = {
         "admitted_position": "INTEGER",
         "cancel_command": "TEXT",
         "input": "TEXT",
+        "actor_id": "TEXT",
+        "scope": "TEXT",
+        "lease_expires_at": "REAL",
+        "committed_sequence": "INTEGER",
     },
 }
 
@@ -152,4 +164,9 @@ def _add_columns(connection: sqlite3.Connection) -> None:
         "UPDATE events SET position = (SELECT COUNT(*) FROM events f "
         "WHERE f.conversation_id = events.conversation_id AND f.id <= events.id) "
         "WHERE position IS NULL"
+    )
+    # turns written before version 5: their actor is their conversation's
+    connection.execute(
+        "UPDATE turns SET actor_id = (SELECT c.actor_id FROM conversations c "
+        "WHERE c.id = turns.conversation_id) WHERE actor_id IS NULL"
     )

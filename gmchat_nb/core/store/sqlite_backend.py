@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ class SqliteBackend:
     """One ``sqlite3`` connection with the chat store's schema (see :class:`.database.Backend`)."""
 
     kind = "sqlite"
+    clock_offset = 0.0  # one host's file: its clock is the store's
 
     def __init__(self, location: str) -> None:
         in_memory = location == ":memory:"
@@ -57,14 +58,17 @@ class SqliteBackend:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back when the body raises."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back when the body or the commit fails (a
+        full disk can fail either; a transaction left open would refuse every later write)."""
         self._connection.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._connection.execute("COMMIT")
         except BaseException:
-            self._connection.execute("ROLLBACK")
+            if self._connection.in_transaction:  # SQLite may have rolled it back already
+                with suppress(sqlite3.Error):  # the error that got here is the one to see
+                    self._connection.execute("ROLLBACK")
             raise
-        self._connection.execute("COMMIT")
 
     def announce(self, signals: list[Signal]) -> None:
         """Nothing: a SQLite file has no notifications (readers of another process find new

@@ -13,7 +13,7 @@ from contextlib import closing
 
 from .database import Database, Statements, time_or_now
 
-__all__ = ["UsageCounters"]
+__all__ = ["UsageCounters", "add_usage", "admit_usage_in"]
 
 
 class UsageCounters(Database):
@@ -24,7 +24,7 @@ class UsageCounters(Database):
     ) -> None:
         """Add ``amount`` to the actor's ``counter`` at time ``at``."""
         with self._write() as connection:
-            _add_usage(connection, actor_id, {counter: amount}, time_or_now(at))
+            add_usage(connection, actor_id, {counter: amount}, time_or_now(at))
 
     def usage(self, actor_id: str, counter: str, *, since: float) -> list[tuple[float, int]]:
         """``(at, amount)`` of the actor's counter at or after ``since``, in time order."""
@@ -63,25 +63,39 @@ class UsageCounters(Database):
                 raise ValueError(f"the limit of {counter!r} must be a positive integer")
         if not limits and not amounts:
             return {}
-        start = now - window_seconds
         with self._write() as connection:
-            exhausted: dict[str, float] = {}
-            for counter, limit in limits.items():
-                used = _window_total(connection, actor_id, counter, window_seconds, start)
-                if used >= limit:
-                    exhausted[counter] = _below_limit_at(
-                        connection, actor_id, counter, window_seconds, start, used - limit
-                    )
-            if not exhausted:
-                _add_usage(connection, actor_id, amounts, now)
-            return exhausted
+            return admit_usage_in(
+                connection, actor_id, amounts, limits=limits, window_seconds=window_seconds, now=now
+            )
 
 
-def _add_usage(
-    connection: Statements, actor_id: str, amounts: Mapping[str, int], at: float
-) -> None:
+def admit_usage_in(
+    connection: Statements,
+    actor_id: str,
+    amounts: Mapping[str, int],
+    *,
+    limits: Mapping[str, int],
+    window_seconds: float,
+    now: float,
+) -> dict[str, float]:
+    """:meth:`UsageCounters.admit_usage` inside the caller's write transaction (a turn's start
+    decides its request budget in the same transaction that stores its question)."""
+    start = now - window_seconds
+    exhausted: dict[str, float] = {}
+    for counter, limit in limits.items():
+        used = _window_total(connection, actor_id, counter, window_seconds, start)
+        if used >= limit:
+            exhausted[counter] = _below_limit_at(
+                connection, actor_id, counter, window_seconds, start, used - limit
+            )
+    if not exhausted and amounts:
+        add_usage(connection, actor_id, amounts, now)
+    return exhausted
+
+
+def add_usage(connection: Statements, actor_id: str, amounts: Mapping[str, int], at: float) -> None:
     """Insert a usage row per counter and count each in every running total whose window
-    holds ``at``."""
+    holds ``at`` (inside the caller's write transaction)."""
     rows = [(actor_id, counter, int(amount), at) for counter, amount in amounts.items()]
     connection.executemany(
         "INSERT INTO usage (actor_id, counter, amount, at) VALUES (?, ?, ?, ?)", rows

@@ -1,10 +1,8 @@
-"""Turns nobody drives any more: found, closed with a note, their effects settled honestly.
+"""Closing a turn nobody drives any more: every effect settled honestly, one terminal event.
 
-A turn is ``running`` in the store while a process drives it (the session writes the state with
-the turn's first messages, see :meth:`ChatStore.record_turn`), and names that process as its
-``owner``. A process can die mid-turn (kill -9, out of memory, a power cut) and a client can go
-away; either way the turn must not stay open for ever with a question and no answer. Closing a
-turn, here or when a session is cancelled, means (as ``spec/durable-tool-interaction.txt`` does):
+A process can die mid-turn (kill -9, out of memory, a power cut, a culled hub server) and a
+client can go away; either way the turn must not stay open for ever with a question and no
+answer. Closing a turn (as ``spec/durable-tool-interaction.txt`` does):
 
 * every tool call without a result gets one: a read is reported as interrupted (it may simply be
   asked again); a mutation whose confirmation was never claimed did not run and says so; a
@@ -16,124 +14,32 @@ turn, here or when a session is cancelled, means (as ``spec/durable-tool-interac
 * the journal gets the results and one terminal ``error`` event with code ``interrupted``.
 
 All of it is one store transaction that applies only while the turn is still in the state the
-closer saw, so two processes recovering the same store close a turn once.
+closer saw (and, for a lapsed lease, still lapsed), so two processes recovering the same store
+close a turn once. A turn that only read and kept its text may instead be run again
+(:func:`resumable`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
-import socket
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Final
 
-from .events import ChatEvent, ToolCall, ToolResult, error_event
-from .project.idempotency import mutation_key
-from .store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
+from ..events import ChatEvent, ToolCall, ToolResult, error_event
+from ..project.idempotency import mutation_key
+from ..store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 
-__all__ = [
-    "OWNER",
-    "SERVER_STOPPED",
-    "close_turn",
-    "driving",
-    "hold",
-    "is_abandoned",
-    "owner_alive",
-    "recover",
-    "resumable",
-    "take_over",
-    "take_over_resumable",
-]
-
-log = logging.getLogger(__name__)
+__all__ = ["SERVER_STOPPED", "close_turn", "resumable", "undecidable"]
 
 SERVER_STOPPED: Final = "the process running it stopped"
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (Linux), which a reused pid does not share."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None  # field 22 of proc(5); [0] is field 3
-
-
-_HOST: Final = socket.gethostname()
-OWNER: Final = f"{_HOST}:{os.getpid()}:{_start_time(os.getpid()) or uuid.uuid4().hex}"
-"""This process as a turn owner: host, pid and start time (a random token without /proc)."""
-
-# Turns this process drives right now; a turn it owns but no longer drives was abandoned (a
-# session dropped mid-turn without being closed).
-_DRIVING: set[tuple[str, str]] = set()
-
-
-@contextlib.contextmanager
-def driving(conversation_id: str, turn_id: str) -> Iterator[None]:
-    """Mark a turn as driven by this process for the duration of the block."""
-    key = (conversation_id, turn_id)
-    _DRIVING.add(key)
-    try:
-        yield
-    finally:
-        _DRIVING.discard(key)
-
-
-def hold(conversation_id: str, turn_id: str) -> None:
-    """Count an admitted turn as driven by this process until its session drives it (whose
-    :func:`driving` block releases it), so no recovery closes it in between."""
-    _DRIVING.add((conversation_id, turn_id))
-
-
-def owner_alive(owner: str) -> bool:
-    """Whether the process named by ``owner`` may still be running.
-
-    On this host the answer is exact (the pid exists and started when the owner says). An owner
-    on another host cannot be checked from here, so it counts as alive: its turns are never
-    closed by a stranger.
-    """
-    if owner == OWNER:
-        return True
-    host, _, rest = owner.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host != _HOST:
-        return bool(host)
-    if not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    current = _start_time(pid)
-    if current is not None:
-        return current == started
-    if Path("/proc/self/stat").exists():
-        return False  # /proc works here and has no such process
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def is_abandoned(turn: TurnRecord) -> bool:
-    """A running turn whose owner no longer drives it."""
-    if turn.owner == OWNER:
-        return (turn.conversation_id, turn.id) not in _DRIVING
-    return not owner_alive(turn.owner)
-
-
 def resumable(store: ChatStore, turn: TurnRecord) -> bool:
-    """Whether a turn a dead process left may be run again rather than closed: it was admitted
-    with its text kept, nobody cancelled it, and nothing it journaled or stored asked for a data
+    """Whether a turn its driver left may be run again rather than closed: it was admitted with
+    its text kept, nobody cancelled it, and nothing it journaled or stored asked for a data
     change (a mutation's call is written before it runs, so a turn without one only read, and
     reads may be run again). Anything after a possible effect is closed as interrupted."""
     if turn.input is None or turn.cancel_command is not None:
         return False
-    if turn.state not in ("accepted", "running") or not is_abandoned(turn):
+    if turn.state not in ("accepted", "running"):
         return False
     for event in store.events(turn.conversation_id, turn_id=turn.id):
         if event.get("type") == "confirm_mutation" or (
@@ -146,48 +52,16 @@ def resumable(store: ChatStore, turn: TurnRecord) -> bool:
     )  # fmt: skip
 
 
-def take_over(store: ChatStore, conversation_id: str, turn_id: str) -> TurnRecord | None:
-    """The turn, owned and held by this process now, when it is :func:`resumable` and no other
-    process took it first (so no recovery closes it and nobody else runs it too); else None."""
-    turn = store.turn(conversation_id, turn_id)
-    if turn is None or not resumable(store, turn) or not store.take_over_turn(turn, OWNER):
-        return None
-    hold(conversation_id, turn_id)
-    return store.turn(conversation_id, turn_id)
-
-
-def take_over_resumable(store: ChatStore) -> list[TurnRecord]:
-    """Every turn dead processes left that this process will run again (:func:`take_over`).
-    Call it before :func:`recover`, which closes the rest."""
-    taken = []
-    for state in ("accepted", "running"):
-        for turn in store.turns(state=state):
-            record = take_over(store, turn.conversation_id, turn.id)
-            if record is not None:
-                taken.append(record)
-    return taken
-
-
-def recover(store: ChatStore, *, conversation_id: str | None = None, now: float) -> int:
-    """Close every abandoned running turn (of one conversation, or of the whole store) and every
-    suspended turn whose confirmation can no longer be decided; returns how many were closed."""
-    closed = 0
-    for state in ("accepted", "running"):  # admitted and never started, or cut off mid-way
-        for turn in store.turns(state=state, conversation_id=conversation_id):
-            if is_abandoned(turn) and close_turn(store, turn, SERVER_STOPPED, now=now):
-                closed += 1
-    for turn in store.turns(state="suspended", conversation_id=conversation_id):
-        if _undecidable(store, turn, now) and close_turn(
-            store, turn, "its confirmation expired before anyone decided", now=now
-        ):
-            closed += 1
-    if closed:
-        log.warning("closed %d interrupted chat turn(s)", closed)
-    return closed
-
-
-def close_turn(store: ChatStore, turn: TurnRecord, reason: str, *, now: float) -> bool:
-    """Close one turn as interrupted (see the module docstring); False when it moved on first."""
+def close_turn(
+    store: ChatStore,
+    turn: TurnRecord,
+    reason: str,
+    *,
+    now: float,
+    lease_expired_by: float | None = None,
+) -> bool:
+    """Close one turn as interrupted (see the module docstring); False when it moved on first
+    (or, with ``lease_expired_by``, when its owner renewed its lease after all)."""
     messages = _messages_of(store, turn)
     answered = {m.tool_call_id for m in messages if m.role == "tool"}
     pending = [
@@ -256,11 +130,12 @@ def close_turn(store: ChatStore, turn: TurnRecord, reason: str, *, now: float) -
         messages=rows,
         events=events,
         confirmations=confirmations,
+        lease_expired_by=lease_expired_by,
     )
 
 
-def _undecidable(store: ChatStore, turn: TurnRecord, now: float) -> bool:
-    """A suspended turn none of whose confirmations can still be confirmed."""
+def undecidable(store: ChatStore, turn: TurnRecord, now: float) -> bool:
+    """Whether a suspended turn has no confirmation left that can still be confirmed."""
     for message in _messages_of(store, turn):
         for call in message.tool_calls:
             record = _confirmation_of(store, turn, call)

@@ -1,0 +1,32 @@
+"""Turns: who runs each one, under what lease, how it ends once, and how it is followed.
+
+- :mod:`.owner` — :class:`TurnOwner`, the one owner of a turn's life in a process: admission,
+  holding and leases, cancel, take-over, closing and following; every surface goes through it.
+- :mod:`.writer` — :class:`TurnWriter`, a turn's queued writes: grouped, fenced, retried.
+- :mod:`.closing` — closing a turn nobody drives, its effects settled honestly.
+- :mod:`.identity` — this process as an owner, and the scopes of servers that may take over.
+"""
+
+from __future__ import annotations
+
+from .closing import SERVER_STOPPED, close_turn, resumable
+from .identity import OWNER, kernel_scope, server_scope
+from .owner import EXPIRED, LEASE_SECONDS, TurnOwner, new_turn_id
+from .writer import GROUP_SECONDS, STEP_RETRY_SECONDS, TRANSIENT, TurnWriter
+
+__all__ = [
+    "EXPIRED",
+    "GROUP_SECONDS",
+    "LEASE_SECONDS",
+    "OWNER",
+    "SERVER_STOPPED",
+    "STEP_RETRY_SECONDS",
+    "TRANSIENT",
+    "TurnOwner",
+    "TurnWriter",
+    "close_turn",
+    "kernel_scope",
+    "new_turn_id",
+    "resumable",
+    "server_scope",
+]

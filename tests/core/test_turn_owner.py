@@ -1,0 +1,74 @@
+"""The turn owner on both stores: a turn's writes are fenced by its lease (a process that lost a
+turn writes nothing more of it), a lapsed lease is taken over once, and a streaming turn's
+events reach the journal while it streams, not at its end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from gmchat_nb import Chat
+from gmchat_nb.core.providers.scripted import ScriptedProvider
+from gmchat_nb.core.store import ChatStore, TurnLost, TurnStart
+from gmchat_nb.core.turns import TurnOwner
+
+
+def owner_on(store: ChatStore, name: str, lease: float) -> TurnOwner:
+    """A turn owner named as a process on another host would be (a lease is all it shows)."""
+    owner = TurnOwner(store, scope="", lease_seconds=lease)
+    owner.owner = f"{name}:1:1"
+    return owner
+
+
+def test_a_process_that_lost_its_turn_writes_nothing_more_of_it(store_location: str) -> None:
+    with ChatStore(store_location) as first_store, ChatStore(store_location) as second_store:
+        first = owner_on(first_store, "host-a", lease=0.2)
+        second = owner_on(second_store, "host-b", lease=30.0)
+        admission = first.admit(
+            "local:ada", "List parts", turn_id="t1", start=TurnStart(text="List parts")
+        )
+        assert admission.created and admission.state == "running"
+        writer = first.writer(admission.conversation_id, "t1", "local:ada")
+        writer.event(1, {"type": "tool_call", "sequence": 1, "id": "c1", "name": "query"})
+        writer.flush()
+        first.let_go(admission.conversation_id, "t1")  # host-a stops renewing (it froze)
+        time.sleep(0.3)
+        record = second_store.turn(admission.conversation_id, "t1")
+        assert record is not None and record.lease_expires_at is not None
+        assert record.lease_expires_at < second_store.now()  # lapsed
+        taken = second.take_over(record)
+        assert taken is not None and taken.owner == "host-b:1:1"
+        assert second.take_over(record) is None  # taken once
+        writer.event(2, {"type": "text_chunk", "sequence": 2, "content": "late"})
+        with pytest.raises(TurnLost):
+            writer.flush("done", end=(3, {"type": "done", "sequence": 3}))
+        with pytest.raises(TurnLost):  # and never again
+            writer.flush()
+        journal = second_store.events(admission.conversation_id, turn_id="t1")
+        assert [event["type"] for event in journal] == ["tool_call"]
+        second_writer = second.writer(admission.conversation_id, "t1", "local:ada")
+        second_writer.flush("done", end=(2, {"type": "done", "sequence": 2}))
+        ended = second_store.turn(admission.conversation_id, "t1")
+        assert ended is not None and ended.state == "done"
+
+
+async def test_a_streaming_turn_is_in_the_journal_while_it_streams(store_location: str) -> None:
+    chunks = [f"w{i} " for i in range(30)]
+    provider = ScriptedProvider({"rounds": [{"chunks": chunks, "chunk_delay_seconds": 0.05}]})
+    chat = Chat(project="demo", provider=provider, store=store_location)
+    try:
+        asking = asyncio.create_task(chat.ask("Tell me slowly", turn_id="slow"))
+        await asyncio.sleep(0.8)  # about half the answer has streamed
+        assert not asking.done()
+        with ChatStore(store_location) as reader:
+            turn = reader.admitted_turn(chat.actor.id, "slow")
+            assert turn is not None
+            so_far = reader.events(turn.conversation_id, turn_id="slow")
+        assert 5 < len(so_far) < 30  # committed as it streams, not at the end
+        done = await asyncio.wait_for(asking, 10)
+        assert done.answer == "".join(chunks)
+        assert sorted(done.positions) == list(range(1, 32))  # every event's journal position
+    finally:
+        await chat.aclose()
