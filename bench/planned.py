@@ -22,9 +22,9 @@ counted by a recording provider); characters of prompt sent per read (every requ
 and tools — or, for a structured request, its response schema — as JSON, serialised as
 ``bench/turn.py`` serialises them); and the wall time of a planned turn against running the same
 queries directly (``await project.query(**args)`` on a project from ``connect("demo")``), timed in
-alternation in the same run, with the legacy turn for reference. GeneralManager's column is quoted
-from ``../shared/spec/generalmanager-0.87-behaviour.md``, not measured here. Timings are medians;
-nothing is asserted.
+alternation in the same run, with the legacy turn for reference. GeneralManager's column is
+quoted from the outside testers' measurement of GeneralManager 0.87.1, not measured here.
+Timings are medians; nothing is asserted.
 """
 
 from __future__ import annotations

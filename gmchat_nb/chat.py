@@ -22,14 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 from .core.events import ChatEvent, ToolResult, event_from_dict
 from .core.frames import flatten_row
-from .core.project import Project, connect
+from .core.project import Project
 from .core.project.project import QueryOutcome
-from .core.providers.base import BaseLLMProvider
-from .core.providers.registry import create_provider
-from .core.providers.replay import RecordingProvider
-from .core.session import Actor, ChatSession, Hooks
+from .core.session import (
+    Actor,
+    ChatSession,
+    build_provider,
+    connect_project,
+    open_session,
+    open_store,
+)
 from .core.session.messages import text_refusal
-from .core.settings import ChatConfigurationError, ChatSettings, load_settings
+from .core.settings import ChatSettings, load_settings
 from .core.store import Admission, ChatStore, TurnConflict
 from .core.store.records import FINAL_TURN_STATES
 from .core.turns import SERVER_STOPPED
@@ -173,53 +177,22 @@ class Chat:
         """The session (connecting the project and building the provider on first use)."""
         if self._session is None:
             project = await self._connect()
-            self.settings.validate_for(project)
-            provider = self._provider()
-            store = self._store()
-            self._session = ChatSession(
+            self._session = open_session(
                 project,
-                provider,
+                build_provider(self.settings, self._provider_arg, record_to=self._record_to),
                 self.settings,
-                store=store,
+                store=open_store(self.settings, self._store_arg),
                 actor=self.actor,
                 conversation_id=self._conversation_id,
-                hooks=Hooks(self.settings.hooks),
             )
         return self._session
 
     async def _connect(self) -> Project:
-        if self._project is not None:
-            return self._project
-        target = self._project_arg if self._project_arg is not None else self.settings.project
-        if isinstance(target, Project):
-            self._project = target
-        else:
-            self._project = await connect(
-                target,
-                exposed=self.settings.exposed_managers,
-                headers=dict(self.settings.headers) or None,
-                allowed_mutations=self.settings.allowed_mutations,
-                max_results=self.settings.max_results,
-                query_timeout=self.settings.query_timeout_seconds,
-            )
-            self._owns_project = True
+        if self._project is None:
+            target = self._project_arg if self._project_arg is not None else self.settings.project
+            self._project = await connect_project(self.settings, target)
+            self._owns_project = not isinstance(target, Project)
         return self._project
-
-    def _provider(self) -> BaseLLMProvider:
-        provider = self._provider_arg if self._provider_arg is not None else self.settings.provider
-        try:
-            built = create_provider(provider, self.settings.provider_config)
-        except ValueError as error:  # a bad spec, script or cassette: name the setting
-            raise ChatConfigurationError(f"provider: {error}", key="provider") from None
-        if self._record_to is not None:
-            built = RecordingProvider(built, self._record_to)
-        return built
-
-    def _store(self) -> ChatStore:
-        if isinstance(self._store_arg, ChatStore):
-            return self._store_arg
-        location = self._store_arg or self.settings.store or ChatStore.default_path()
-        return ChatStore(location)
 
     # -- asking ----------------------------------------------------------------------------------
 
@@ -303,14 +276,13 @@ class Chat:
 
     async def events(self, after: int = 0) -> list[dict[str, Any]]:
         """The current conversation's journaled events after position ``after``, each with its
-        position as ``sequence`` and its ``turn_id`` (as the server's events stream sends them):
-        what a second view or a reconnecting client replays."""
+        ``position`` (also as ``sequence``) and its ``turn_id``, as the server's events stream
+        sends them: what a second view or a reconnecting client replays."""
         session = await self.session()
         if session.conversation_id is None:
             return []
         return [
-            {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
-            for entry in session.store.journal_since(session.conversation_id, after)
+            entry.frame() for entry in session.store.journal_since(session.conversation_id, after)
         ]
 
     def ask_sync(self, text: str) -> Turn:

@@ -45,29 +45,54 @@ async def ask_in_terminal(
 
 
 def _render(event: ChatEvent, out: TextIO, numbers: dict[str, int]) -> None:
-    if isinstance(event, TextChunk):
-        out.write(event.content)
-        out.flush()
-    elif isinstance(event, ToolCall):
-        numbers[event.id] = number = len(numbers) + 1
-        print(f"→ [{number}] {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
-    elif isinstance(event, ToolResult):
-        label = f"← [{numbers.get(event.id, '?')}] {event.name}"
-        print(f"{label}\n{_result_text(event)}", file=out)
-    elif isinstance(event, ConfirmMutation):
-        print(
-            f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",
-            file=out,
-        )
-    elif isinstance(event, Done):
-        usage = event.usage
-        print(
-            f"\n[{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens]",
-            file=out,
-        )
-    elif isinstance(event, Error):
-        retry = f" (retry in {event.retry_after_seconds} s)" if event.retry_after_seconds else ""
-        print(f"\n✗ {event.message} [{event.code}]{retry}", file=out)
+    RENDERERS[event.type](event, out, numbers)
+
+
+def _text_chunk(event: TextChunk, out: TextIO, numbers: dict[str, int]) -> None:
+    out.write(event.content)
+    out.flush()
+
+
+def _tool_call(event: ToolCall, out: TextIO, numbers: dict[str, int]) -> None:
+    numbers[event.id] = number = len(numbers) + 1
+    print(f"→ [{number}] {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
+
+
+def _tool_result(event: ToolResult, out: TextIO, numbers: dict[str, int]) -> None:
+    label = f"← [{numbers.get(event.id, '?')}] {event.name}"
+    print(f"{label}\n{_result_text(event)}", file=out)
+
+
+def _confirm_mutation(event: ConfirmMutation, out: TextIO, numbers: dict[str, int]) -> None:
+    print(
+        f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",
+        file=out,
+    )
+
+
+def _done(event: Done, out: TextIO, numbers: dict[str, int]) -> None:
+    usage = event.usage
+    print(
+        f"\n[{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens]",
+        file=out,
+    )
+
+
+def _error(event: Error, out: TextIO, numbers: dict[str, int]) -> None:
+    retry = f" (retry in {event.retry_after_seconds} s)" if event.retry_after_seconds else ""
+    print(f"\n✗ {event.message} [{event.code}]{retry}", file=out)
+
+
+# How the terminal shows each event type (tests/test_architecture.py checks that every public
+# type of core/events.py has one here).
+RENDERERS: dict[str, Callable[[Any, TextIO, dict[str, int]], None]] = {
+    TextChunk.type: _text_chunk,
+    ToolCall.type: _tool_call,
+    ToolResult.type: _tool_result,
+    ConfirmMutation.type: _confirm_mutation,
+    Done.type: _done,
+    Error.type: _error,
+}
 
 
 def _result_text(event: ToolResult) -> str:

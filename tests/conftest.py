@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -14,17 +13,10 @@ from graphql import GraphQLSchema, build_schema
 import gmchat_nb
 from gmchat_nb.core.project import Project
 
-# The checkout sits beside the team's shared/ folder (so does CI's clone); GMCHAT_SHARED names
-# another place.
-SHARED_DIR = Path(
-    os.environ.get("GMCHAT_SHARED") or Path(__file__).resolve().parents[2] / "shared"
-).expanduser()
-SPEC_DIR = SHARED_DIR / "spec"
-SAMPLE_SCHEMA = SPEC_DIR / "generalmanager-sample-schema.graphql"
-MISSING_SHARED = (
-    f"The tests that compare with GeneralManager read {SAMPLE_SCHEMA.name} from the team's "
-    f"shared/spec/ folder, which belongs beside the checkout ({SHARED_DIR} does not have it). "
-    "Clone it there, or set GMCHAT_SHARED to the shared/ folder."
+# GeneralManager 0.87.1's schema for a small inventory project; the file's header says how it
+# was printed.
+SAMPLE_SCHEMA = (
+    Path(__file__).resolve().parent / "fixtures" / "generalmanager-sample-schema.graphql"
 )
 INVENTORY_EXPOSED = ["Material", "Supplier", "Part", "Project", "PurchaseOrder"]
 
@@ -108,9 +100,7 @@ async def writable() -> AsyncIterator[Project]:
 
 @pytest.fixture(scope="session")
 def sample_schema() -> GraphQLSchema:
-    """The schema a real GeneralManager 0.87.1 server generates (spec/, by introspection)."""
-    if not SAMPLE_SCHEMA.is_file():
-        pytest.fail(MISSING_SHARED, pytrace=False)
+    """The schema a real GeneralManager 0.87.1 server generates (tests/fixtures/)."""
     return build_schema(SAMPLE_SCHEMA.read_text())
 
 

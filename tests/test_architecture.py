@@ -1,7 +1,8 @@
-"""The package's shape, read from its source with ``ast``: no module over 600 lines, imports that
-only go down the layers of DESIGN.md ("surfaces → session → loop → tools → project → executor";
-``core`` never imports a surface or a notebook/server library), and no cycle of module-level
-imports.
+"""The package's shape, read from its source with ``ast``: no module over 600 lines (nor over
+400 without a reason at its top), imports that only go down the layers of docs/architecture.md
+("surfaces → session → loop → tools → project → executor"; ``core`` never imports a surface or a
+notebook/server library), no cycle of module-level imports, and one home for each concern
+(composition, tool names, event renderers).
 
 What counts as an import: every ``import`` and ``from … import`` statement in a module, relative
 ones resolved. One inside a function (a *lazy* import) runs only when called, so it cannot form an
@@ -13,11 +14,14 @@ cycles. The same holds for one under ``if TYPE_CHECKING:`` (*type-only*). Import
 from __future__ import annotations
 
 import ast
+import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import gmchat_nb
+from gmchat_nb.core.events import EVENT_TYPES, ChatEvent
 
 PACKAGE_DIR = Path(gmchat_nb.__file__).resolve().parent
 MAX_LINES = 600
@@ -26,7 +30,10 @@ MAX_LINES = 600
 # named here that holds it) and of every unit in a lower layer. Units in the same layer are peers
 # that stay independent of each other: neither imports the other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # Foundations: vocabularies and helpers that import nothing of gmchat_nb.
+    # The one importer of dotted paths that settings give (hooks, permission, audit.logger,
+    # planned.catalog, provider classes): it imports nothing of gmchat_nb.
+    ("gmchat_nb.core.dotted",),
+    # Foundations: vocabularies and helpers that import nothing of gmchat_nb but the importer.
     (
         "gmchat_nb.core",
         "gmchat_nb.core.text",
@@ -287,11 +294,13 @@ def test_imports_only_go_down_the_layers() -> None:
     # None crosses since issue 12 item 8 moved the tools into the project package and made the
     # widget the only side that knows Chat; there is no list of exceptions to grow.
     crossing = [text for _, text in sorted(layer_violations(IMPORTS).items())]
-    assert not crossing, "imports that cross the layers of DESIGN.md:\n" + "\n".join(crossing)
+    assert not crossing, "imports that cross the layers of docs/architecture.md:\n" + "\n".join(
+        crossing
+    )
 
 
 def test_core_never_imports_a_surface() -> None:
-    # The layers hold this too; this names the promise of DESIGN.md on its own.
+    # The layers hold this too; this names the promise of docs/architecture.md on its own.
     surfaces = {unit for layer in LAYERS[_layer_of(SESSION) + 1 :] for unit in layer}
     crossing = [
         item.describe()
@@ -425,3 +434,240 @@ def test_modules_are_named_by_their_place_in_the_package() -> None:
     assert unit_of("gmchat_nb.core.project.demo.schema") == "gmchat_nb.core.project"
     assert unit_of("gmchat_nb.core") == "gmchat_nb.core"
     assert unit_of("gmchat_nb.core.nowhere") is None
+
+
+# -- composition ---------------------------------------------------------------------------------
+
+# A chat's session is built, and its project connected, by the composition module alone: every
+# surface (Chat, the server's runtime, gmchat ask, the evals, later ones) gets them there, so the
+# settings mean the same everywhere. What each name is, wherever a module may import it from.
+COMPOSITION = "gmchat_nb.core.session.compose"
+COMPOSED = {
+    "ChatSession(": {
+        "gmchat_nb.core.session.ChatSession",
+        "gmchat_nb.core.session.chat_session.ChatSession",
+    },
+    "connect(": {
+        "gmchat_nb.connect",
+        "gmchat_nb.core.project.connect",
+        "gmchat_nb.core.project.connect.connect",
+    },
+}
+# (module, call) -> why it may make the call itself. Keep it short.
+COMPOSED_ELSEWHERE = {
+    ("gmchat_nb.cli", "connect("): "`gmchat tool` runs one tool on a command-line project, no chat",
+}
+
+
+def test_only_the_composition_module_builds_sessions_and_connects_projects() -> None:
+    def bound_names(module: str, tree: ast.Module, is_package: bool) -> dict[str, str]:
+        """Local name -> the dotted name it stands for (imports anywhere in the module, and the
+        module's own top-level definitions)."""
+        package = module if is_package else module.rpartition(".")[0]
+        names = {
+            node.name: f"{module}.{node.name}"
+            for node in tree.body
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    head = alias.name if alias.asname else alias.name.split(".")[0]
+                    names[alias.asname or head] = head
+            elif isinstance(node, ast.ImportFrom):
+                origin = node.module or ""
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    origin = ".".join([*base, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    names[alias.asname or alias.name] = f"{origin}.{alias.name}"
+        return names
+
+    def dotted(expr: ast.expr, names: Mapping[str, str]) -> str | None:
+        if isinstance(expr, ast.Name):
+            return names.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = dotted(expr.value, names)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    found: dict[tuple[str, str], list[int]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = bound_names(module, tree, path.stem == "__init__")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                callee = dotted(node.func, names)
+                for call, meanings in COMPOSED.items():
+                    if callee in meanings:
+                        found.setdefault((module, call), []).append(node.lineno)
+
+    # The scan sees the composition module's own calls, so an empty result below means something.
+    assert {call for module, call in found if module == COMPOSITION} == set(COMPOSED)
+    elsewhere = [
+        f"{module} calls {call}...) (lines {', '.join(map(str, lines))})"
+        for (module, call), lines in sorted(found.items())
+        if module != COMPOSITION and (module, call) not in COMPOSED_ELSEWHERE
+    ]
+    assert not elsewhere, (
+        f"only {COMPOSITION} builds a ChatSession or connects a project (use its "
+        "open_session / connect_project):\n" + "\n".join(elsewhere)
+    )
+    stale = sorted(set(COMPOSED_ELSEWHERE) - set(found))
+    assert not stale, f"COMPOSED_ELSEWHERE allows calls no module makes any more: {stale}"
+
+
+# -- tool names ----------------------------------------------------------------------------------
+
+# Each chat tool is declared once, in the registry module (name, schema, description, access,
+# evidence, prompt lines); every other module reads a tool's name from it (TOOLS.find_path.name)
+# and never writes the name out as a string.
+TOOL_REGISTRY = "gmchat_nb.core.project.tools"
+# (module, word) -> (how many times the module writes it, why), for a tool's name that is also
+# another word there: each of those strings means the other word, not the tool. Keep it short.
+TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
+    ("gmchat_nb.core.planned.binding", "query"): (2, "an evidence record's kind"),
+    ("gmchat_nb.core.planned.calculations", "query"): (1, "an evidence record's kind"),
+    ("gmchat_nb.core.planned.executor", "query"): (2, "a plan requirement's kind"),
+    ("gmchat_nb.core.planned.plan", "query"): (6, "a plan requirement's kind and query field"),
+    ("gmchat_nb.core.planned.synthesis", "query"): (1, "an evidence record's kind"),
+    ("gmchat_nb.core.providers.offline.planning", "query"): (1, "a plan requirement's kind"),
+    ("gmchat_nb.core.providers.constrained", "query"): (1, "search_managers' argument"),
+    ("gmchat_nb.core.providers.offline.planner", "query"): (1, "search_managers' argument"),
+    ("gmchat_nb.core.project.demo.server", "query"): (1, "a GraphQL request body's query"),
+    ("gmchat_nb.evals.oracle", "query"): (1, "a plan requirement's query field"),
+    # The query tool itself, in a module this change left to its owner: it should read TOOLS too.
+}
+
+
+def test_tool_names_are_read_from_the_tool_registry() -> None:
+    from gmchat_nb.core.project.tools import TOOLS
+
+    names = frozenset(TOOLS.names)
+    found: dict[tuple[str, str], list[int]] = {}
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.setdefault((module, node.value), []).append(node.lineno)
+
+    # The scan sees the registry's own declarations, so an empty result below means something.
+    assert {word for module, word in found if module == TOOL_REGISTRY} == names
+    written = []
+    for (module, word), lines in sorted(found.items()):
+        allowed, why = TOOL_WORDS_ELSEWHERE.get((module, word), (0, ""))
+        if module != TOOL_REGISTRY and len(lines) != allowed:
+            note = f" ({allowed} expected: {why})" if allowed else ""
+            written.append(f"{module}: {word!r} on lines {', '.join(map(str, lines))}{note}")
+    assert not written, (
+        f"tool names are declared once, in {TOOL_REGISTRY}: read them from TOOLS "
+        "(TOOLS.find_path.name) instead of writing them out:\n" + "\n".join(written)
+    )
+    stale = sorted(set(TOOL_WORDS_ELSEWHERE) - set(found))
+    assert not stale, f"TOOL_WORDS_ELSEWHERE allows words no module writes any more: {stale}"
+
+
+# -- one renderer per event type on every surface -------------------------------------------
+
+
+EVENT_CLASSES = {cls.__name__ for cls in typing.get_args(ChatEvent)}
+
+
+def event_renderers() -> dict[str, set[str]]:
+    """The event types each surface that shows events has a renderer for, read from its table:
+    the terminal's ``RENDERERS``, the widget view's ``EVENT_RENDERERS`` (chat.js) and the eval
+    runner's ``TRACE_READERS``."""
+    from gmchat_nb.evals.runner import TRACE_READERS
+    from gmchat_nb.terminal import RENDERERS
+
+    script = (PACKAGE_DIR / "widget" / "static" / "chat.js").read_text()
+    table = re.search(r"^const EVENT_RENDERERS = \{\n(.*?)^\};", script, re.M | re.S)
+    assert table, "chat.js has no EVENT_RENDERERS table"
+    view = set(re.findall(r"^  (\w+)\(turn, event\) \{", table.group(1), re.M))
+    return {
+        "gmchat_nb/terminal.py": set(RENDERERS),
+        "gmchat_nb/widget/static/chat.js": view,
+        "gmchat_nb/evals/runner.py": set(TRACE_READERS),
+    }
+
+
+def test_every_public_event_type_has_a_renderer_on_every_surface() -> None:
+    missing = {
+        surface: sorted(set(EVENT_TYPES) - types)
+        for surface, types in event_renderers().items()
+        if set(EVENT_TYPES) - types
+    }
+    assert not missing, f"surfaces without a renderer for an event type: {missing}"
+
+
+def dispatches_on_event_type(test: ast.expr) -> bool:
+    """``isinstance(event, ToolCall)`` or ``kind == "tool_call"``: a test of an event's type."""
+    if isinstance(test, ast.Call) and getattr(test.func, "id", "") == "isinstance":
+        kinds = test.args[1] if len(test.args) == 2 else None
+        names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+        return any(getattr(name, "id", "") in EVENT_CLASSES for name in names)
+    if isinstance(test, ast.Compare):
+        return any(isinstance(c, ast.Constant) and c.value in EVENT_TYPES for c in test.comparators)
+    if isinstance(test, ast.BoolOp):
+        return any(dispatches_on_event_type(value) for value in test.values)
+    return False
+
+
+def if_chains(source: str) -> list[int]:
+    """Lines of ``if …: elif …:`` chains that branch on an event's type."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.If)
+        and dispatches_on_event_type(node.test)
+        and len(node.orelse) == 1
+        and isinstance(node.orelse[0], ast.If)
+        and dispatches_on_event_type(node.orelse[0].test)
+    ]
+
+
+# If-chains on an event's type that decide what to do next rather than how to show it.
+CONTROL_FLOW_CHAINS = {
+    "server_ext/websocket.py": "_track: which confirmation the socket's turn waits for",
+}
+
+
+def test_no_surface_renders_events_through_an_if_chain() -> None:
+    """Events are shown and read through tables, never by an if-chain on their type."""
+    chains = [
+        f"{name}:{line}"
+        for path in MODULES.values()
+        if (name := str(path.relative_to(PACKAGE_DIR))) not in CONTROL_FLOW_CHAINS
+        for line in if_chains(path.read_text())
+    ]
+    script = (PACKAGE_DIR / "widget" / "static" / "chat.js").read_text()
+    for number, line in enumerate(script.splitlines(), start=1):
+        if re.search(r'case "(' + "|".join(EVENT_TYPES) + r')"', line):
+            chains.append(f"widget/static/chat.js:{number}")
+    assert not chains, "event types dispatched outside the renderer tables: " + ", ".join(chains)
+    for name in CONTROL_FLOW_CHAINS:
+        assert if_chains((PACKAGE_DIR / name).read_text()), f"{name} no longer needs its excuse"
+
+
+def test_the_if_chain_rule_finds_a_chain() -> None:
+    chain = "if kind == 'tool_call':\n    pass\nelif kind == 'done':\n    pass\n"
+    assert if_chains(chain) == [1]
+    assert if_chains("if isinstance(event, Error):\n    failed = True\n") == []
+
+
+REASONED_LINES = 400
+SIZE_REASON = "Over 400 lines: "
+
+
+def test_a_module_over_400_lines_says_why_at_its_top() -> None:
+    """Past 400 lines a module's docstring says why it stays one module (``Over 400 lines: …``);
+    past :data:`MAX_LINES` nothing excuses it."""
+    unexplained = []
+    for name, path in MODULES.items():
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > REASONED_LINES:
+            docstring = ast.get_docstring(ast.parse(source)) or ""
+            if SIZE_REASON not in docstring:
+                unexplained.append(f"{name} ({len(source.splitlines())} lines)")
+    assert not unexplained, f"modules over {REASONED_LINES} lines without a reason: " + ", ".join(
+        sorted(unexplained)
+    )

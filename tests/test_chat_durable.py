@@ -82,3 +82,21 @@ async def test_a_cancel_recorded_by_another_process_stops_the_turn_between_steps
     finally:
         elsewhere.close()
         await chat.aclose()
+
+
+async def test_chat_events_name_each_event_s_journal_position(tmp_path: Path) -> None:
+    """``Chat.events`` gives each event its ``position`` in the conversation's journal (growing
+    across turns), while the events of a live turn number that turn from 1."""
+    provider = ScriptedProvider({"rounds": ROUNDS})
+    chat = Chat(project="demo", provider=provider, store=str(tmp_path / "chat.sqlite3"))
+    try:
+        first = await chat.ask("List two parts")
+        second = await chat.ask("And again?")
+        assert [e["sequence"] for e in second.events] == [1, 2]
+        journal = await chat.events()
+        count = len(first.events) + len(second.events)
+        assert [e["position"] for e in journal] == list(range(1, count + 1))
+        assert all(e["sequence"] == e["position"] for e in journal)
+        assert await chat.events(after=journal[-2]["position"]) == journal[-1:]
+    finally:
+        await chat.aclose()

@@ -1,7 +1,8 @@
-"""The README's examples run as written: every shell command and Python block in it is run here,
-in the README's order, or excused below with the reason (so a new example cannot slip by
-unrun). Shell commands run in bash from the checkout with the venv's programs first on PATH;
-servers the README starts with ``&`` are started the same way and stopped afterwards."""
+"""The examples of the README and of the pages in docs/ run as written: every shell command and
+Python block in them is run here, in reading order (the README, then :data:`PAGES`), or excused
+below with the reason (so a new example cannot slip by unrun). Shell commands run in bash from
+the checkout with the venv's programs first on PATH; servers the examples start with ``&`` are
+started the same way and stopped afterwards."""
 
 from __future__ import annotations
 
@@ -23,7 +24,20 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+# The documentation in reading order: later pages use what earlier ones set up (``$U``, ``$H``).
+PAGES = (
+    "widget",
+    "project",
+    "chat-api",
+    "server",
+    "providers",
+    "evals",
+    "planned",
+    "reliability",
+    "development",
+)
+DOCUMENTS = [ROOT / "README.md", *(ROOT / "docs" / f"{page}.md" for page in PAGES)]
+README = "\n".join(path.read_text() for path in DOCUMENTS)
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 ASSIGNMENT = re.compile(r"^[A-Z]\w*=\S")
 

@@ -1,8 +1,7 @@
 """A fake LLM vendor server for adapter tests: OpenAI, Anthropic and Ollama streaming on 127.0.0.1.
 
 `VendorServer` is one aiohttp application that speaks the three wire formats the installed SDKs
-accept (see shared/notes/jupyter-tech.md §6), replays scripted `Reply` turns per vendor, and records
-every request body and header set it receives, so a test can assert what an adapter sent::
+accept, replays scripted `Reply` turns per vendor, and records every request body and header set it receives, so a test can assert what an adapter sent::
 
     async with VendorServer() as server:
         server.script("openai", [Reply(text=["Hel", "lo"], usage=(12, 3))])

@@ -10,12 +10,13 @@ values are scanned for things shaped like credentials wherever they appear.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
+
+from .dotted import resolve_dotted
 
 __all__ = [
     "ALWAYS_REDACTED_WORDS",
@@ -158,27 +159,6 @@ def redact_text(text: str) -> str:
     return _QUERY_SECRET.sub(lambda match: f"{match.group(1)}{REDACTED}", text)
 
 
-def _resolve_logger(path: str) -> Callable[[dict[str, Any]], object]:
-    # "package.module.attr" (or "package.module:attr"): import the longest importable prefix,
-    # then walk attributes, so nested names like "module.Class.method" resolve too.
-    parts = path.replace(":", ".").split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            target: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for name in parts[cut:]:
-                target = getattr(target, name)
-        except AttributeError:
-            break
-        if not callable(target):
-            raise ValueError(f"audit.logger {path!r} is not callable")
-        resolved: Callable[[dict[str, Any]], object] = target
-        return resolved
-    raise ValueError(f"audit.logger {path!r} cannot be imported; use a 'module.callable' path")
-
-
 class AuditLog:
     """Sends sanitized audit events to a sink.
 
@@ -222,7 +202,7 @@ class AuditLog:
         if logger is None:
             self._sink = _log_json
         elif isinstance(logger, str):
-            self._sink = _resolve_logger(logger)
+            self._sink = resolve_dotted(logger, key="audit.logger")
         elif callable(logger):
             self._sink = logger
         else:

@@ -1,4 +1,4 @@
-"""The events of a chat turn and their JSON, exactly as spec/chat-api-reference.txt defines them.
+"""The events of a chat turn and their JSON, exactly as GeneralManager 0.87 defines them.
 
 The same event objects feed the notebook widget, SSE frames, WebSocket messages, the HTTP
 envelope, the audit log, the persistence journal and eval traces. ``to_dict()`` gives the spec's
@@ -197,6 +197,8 @@ def error_event(
 _BY_TYPE: dict[str, type[_Event]] = {
     cls.type: cls for cls in (TextChunk, ToolCall, ToolResult, ConfirmMutation, Done, Error)
 }
+# Every public event type: each surface that shows events has a renderer for each of these.
+EVENT_TYPES: tuple[str, ...] = tuple(_BY_TYPE)
 
 
 def event_from_dict(payload: dict[str, Any]) -> ChatEvent:

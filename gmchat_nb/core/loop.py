@@ -19,6 +19,9 @@ Only the guardrails end a turn early, with the spec's codes:
 
 The loop knows nothing of storage or transports: a :class:`TurnIO` (the session) persists
 messages, checks budgets and waits for confirmations.
+
+Over 400 lines: one state machine, :class:`ToolLoop`, whose steps (streaming, reads,
+confirmations, guardrails) share one turn's state and the :class:`TurnIO` it is driven through.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from .project.errors import ToolError
 from .project.idempotency import mutation_key
 from .project.mutations import PreparedMutation
 from .project.project import Project, QueryOutcome
-from .project.tools import ToolRun, is_read_tool, run_tool
+from .project.tools import TOOLS, ToolRun, is_read_tool, run_tool
 from .providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -75,12 +78,13 @@ Decision = Literal["confirmed", "rejected", "timed_out", "unavailable"]
 TRUNCATED = ("length", "max_tokens")
 
 RECOVERY_NO_TOOLS = (
-    "You answered without looking at the data. Call the tools (search_managers, "
-    "get_manager_schema, query) first, then answer from their results."
+    "You answered without looking at the data. Call the tools "
+    f"({TOOLS.search_managers.name}, {TOOLS.get_manager_schema.name}, {TOOLS.query.name}) first, "
+    "then answer from their results."
 )
 RECOVERY_NO_QUERY = (
-    "You have not queried the data yet. Call query for the rows the user asked about, then "
-    "answer from its result."
+    f"You have not queried the data yet. Call {TOOLS.query.name} for the rows the user asked "
+    "about, then answer from its result."
 )
 RECOVERY_EMPTY = "Write the answer to the user now, from the tool results above."
 BUDGET_SPENT = (
@@ -440,7 +444,7 @@ class ToolLoop:
         if unknown or "mutation" not in args:
             raise ToolError(
                 "invalid_arguments",
-                "mutate takes 'mutation' and 'input', e.g. {\"mutation\": "
+                f"{TOOLS.mutate.name} takes 'mutation' and 'input', e.g. {{\"mutation\": "
                 '"createPart", "input": {"name": "Bolt"}}.',
             )
         return self.project.mutation_compiler.prepare(

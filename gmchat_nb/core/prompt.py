@@ -12,17 +12,27 @@ import json
 
 from .project.index import SchemaIndex
 from .project.schema_view import manager_schema
+from .project.tools import TOOLS
 
 __all__ = ["LIST_LIMIT", "build_system_prompt"]
 
 LIST_LIMIT = 30  # above this many managers the prompt lists none of them
 
-_RULES = """\
+
+def _bullets(*lines: str) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+# The tools' own rules are their declarations' prompt_lines (the two discovery tools share one).
+_TOOL_RULES = _bullets(
+    " ".join(TOOLS.search_managers.prompt_lines + TOOLS.get_manager_schema.prompt_lines),
+    *TOOLS.find_path.prompt_lines,
+    *TOOLS.query.prompt_lines,
+)
+_RULES = f"""\
 How to work:
 - Never guess data, fields, filters or relations: use the tools. Call all tools before you write the answer.
-- Unsure which manager holds the data? search_managers. Unsure of fields or filters? get_manager_schema.
-- Questions across managers: find_path, then query the manager whose rows the user asked for, filtering through the path (e.g. {"parts__material__name__icontains": "steel"}).
-- After a successful query, answer; do not repeat it with other syntax. Use offset to read further pages.
+{_TOOL_RULES}
 - A tool error says what was wrong and what would be valid: fix the call and try again.
 
 How to answer:
@@ -32,8 +42,7 @@ How to answer:
 - A manager that is not available: say that data is not available; do not invent it.
 
 Changing data:
-- Only mutate when the user clearly asks to create, change or delete something; "what would happen if" is a read.
-- Call mutate alone, never with another tool in the same step. The user may have to confirm; report what happened."""
+{_bullets(*TOOLS.mutate.prompt_lines)}"""
 
 
 def build_system_prompt(
@@ -51,7 +60,7 @@ def build_system_prompt(
     managers = list(index.managers.values())
     if managers:
         example = manager_schema(index, managers[0])["example"]
-        parts.append("A valid query call on this project: " + json.dumps(example))
+        parts.append(f"A valid {TOOLS.query.name} call on this project: " + json.dumps(example))
     if len(managers) <= LIST_LIMIT:
         lines = [
             f"- {info.name}: {info.description}" if info.description else f"- {info.name}"
@@ -67,8 +76,8 @@ def build_system_prompt(
             parts.append("Relations (field -> manager):\n" + "\n".join(relations))
     else:
         parts.append(
-            f"{len(managers)} managers are available: find the right one with search_managers; "
-            "use find_path to connect them."
+            f"{len(managers)} managers are available: find the right one with "
+            f"{TOOLS.search_managers.name}; use {TOOLS.find_path.name} to connect them."
         )
     if mutations:
         parts.append("Mutations you may use: " + ", ".join(mutations) + ".")

@@ -6,6 +6,9 @@ GraphQL URL, default ``inventory``), ``strategy`` (``legacy`` or ``planned``: th
 whatever the run's default) and ``providers`` (planned roles pinned to provider specs:
 ``{planner: offline}``; ``executor`` pins both executors). Unknown keys are a
 :class:`DatasetError` that names the key and the case.
+
+Over 400 lines: GeneralManager's whole case format, each key checked with an error that
+names it, in one reader.
 """
 
 from __future__ import annotations

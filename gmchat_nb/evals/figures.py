@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.project.tools import TOOLS
 from ..core.providers.constrained import PROBE
 from .dataset import Expectations, ToolCallExpectation
 from .judges import Resolver, TurnData, call_matches
@@ -63,9 +64,9 @@ def names_expected_managers(
     least one of the model's query calls (names resolved as the tool-selection judge resolves
     them: ``PartManager`` is ``Part``); None when they name no manager for a query."""
     wanted = [
-        ToolCallExpectation("query", {"manager": expected.args_contain["manager"]})
+        ToolCallExpectation(TOOLS.query.name, {"manager": expected.args_contain["manager"]})
         for expected in expectations.tool_calls or ()
-        if expected.name == "query" and "manager" in expected.args_contain
+        if expected.name == TOOLS.query.name and "manager" in expected.args_contain
     ]
     if not wanted:
         return None

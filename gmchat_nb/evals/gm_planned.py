@@ -19,6 +19,9 @@ and judged on its ``expectations.planned``:
   evidence store (aliases of children's evidence included).
 
 ``python -m gmchat_nb.evals.gm_planned [WHEEL_OR_YAML]`` prints the report.
+
+Over 400 lines: one GeneralManager dataset played end to end — loading it from the wheel,
+staging its scripts, running and judging each case — kept apart from our own runner on purpose.
 """
 
 from __future__ import annotations
@@ -28,14 +31,14 @@ import copy
 import os
 import sys
 import zipfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..core.events import ChatEvent
+from ..core.events import ChatEvent, Done, Error, TextChunk, ToolCall, ToolResult
 from ..core.planned.catalog import Catalog
 from ..core.planned.roles import RoleProviders
 from ..core.planned.turn import PlannedTurn
@@ -226,20 +229,45 @@ async def _legacy_events(
 def _take_events(result: GMPlannedResult, events: list[dict[str, Any]]) -> None:
     for event in events:
         result.events.append(event)
-        kind = event.get("type")
-        if kind == "tool_call":
-            if event.get("task_id") is not None:
-                result.tool_sequence.append(str(event["name"]))
-            else:
-                result.legacy_tools.append(str(event["name"]))
-        elif kind == "tool_result" and event.get("evidence_id"):
-            result.evidence_ids.add(str(event["evidence_id"]))
-        elif kind == "text_chunk":
-            result.answer += str(event.get("content", ""))
-        elif kind == "error":
-            result.terminal_reason = str(event.get("code"))
-        elif kind == "done" and event.get("orchestration") is not None:
-            result.orchestration = dict(event["orchestration"])
+        reader = PLANNED_TRACE_READERS.get(str(event.get("type")))
+        if reader is not None:
+            reader(result, event)
+
+
+def _take_tool_call(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    if event.get("task_id") is not None:
+        result.tool_sequence.append(str(event["name"]))
+    else:
+        result.legacy_tools.append(str(event["name"]))
+
+
+def _take_tool_result(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    if event.get("evidence_id"):
+        result.evidence_ids.add(str(event["evidence_id"]))
+
+
+def _take_text_chunk(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    result.answer += str(event.get("content", ""))
+
+
+def _take_error(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    result.terminal_reason = str(event.get("code"))
+
+
+def _take_done(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    if event.get("orchestration") is not None:
+        result.orchestration = dict(event["orchestration"])
+
+
+# What a planned case's trace takes from each event type (a planned read never asks for a
+# confirmation: confirm_mutation stays in ``result.events`` only).
+PLANNED_TRACE_READERS: dict[str, Callable[[GMPlannedResult, dict[str, Any]], None]] = {
+    ToolCall.type: _take_tool_call,
+    ToolResult.type: _take_tool_result,
+    TextChunk.type: _take_text_chunk,
+    Error.type: _take_error,
+    Done.type: _take_done,
+}
 
 
 async def _planned_turn(

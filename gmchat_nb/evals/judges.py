@@ -2,6 +2,10 @@
 
 Dimensions (GeneralManager 0.87's report rows): ``Product contract``, ``Tool selection``,
 ``Query correctness``, ``Answer quality``, ``Answer sense`` and ``Exact result sets``.
+
+Over 400 lines: the judges share the matching of calls, managers and values
+(``call_matches``, ``mentions``, ``flatten_scalars``); split apart, each judge would import them
+back.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.project.tools import TOOLS as REGISTRY
 from .dataset import Contract, Expectations, ResultSetExpectation, ToolCallExpectation
 from .echo import echo_issue, plain_numbers
 
@@ -26,6 +31,7 @@ __all__ = [
     "judge_contract",
     "judge_query",
     "judge_result_set",
+    "judge_sensible_answer",
     "judge_tools",
     "mentions",
 ]
@@ -93,7 +99,7 @@ def normalize_call(name: str, args: Mapping[str, Any] | None) -> tuple[str, dict
     args = dict(args or {})
     if name.startswith("query_") and len(name) > len("query_"):
         args.setdefault("manager", name[len("query_") :])
-        return "query", args
+        return REGISTRY.query.name, args
     return name, args
 
 
@@ -174,7 +180,11 @@ def successful_queries(turn: TurnData) -> list[dict[str, Any]]:
     for item in turn.tool_results:
         name, args = normalize_call(item["name"], item.get("args"))
         result = item.get("result")
-        if name == "query" and isinstance(result, Mapping) and not _query_failed(result):
+        if (
+            name == REGISTRY.query.name
+            and isinstance(result, Mapping)
+            and not _query_failed(result)
+        ):
             rows = result.get("data")
             if isinstance(rows, list):
                 out.append({"args": args, "rows": rows})
@@ -284,7 +294,7 @@ def judge_result_set(
     last = None
     for item in turn.tool_results:
         name, args = normalize_call(item["name"], item.get("args"))
-        if name == "query" and _manager_key(args.get("manager", ""), resolve) == target:
+        if name == REGISTRY.query.name and _manager_key(args.get("manager", ""), resolve) == target:
             last = item
     if last is None:
         return Verdict(RESULT_SET, False, 0.0, ("missing_query_for_turn",))
@@ -430,6 +440,28 @@ def judge_contract(
     return Verdict(CONTRACT, not failing, score, tuple(violations), tuple(deviations))
 
 
+def judge_sensible_answer(
+    turn: TurnData,
+    contains: Sequence[str],
+    excludes: Sequence[str],
+    *,
+    results_contain: Iterable[Any] = (),
+    strict: bool = False,
+) -> Verdict:
+    """:func:`judge_answer` with :func:`judge_answer_sense`'s findings as failures: an answer
+    that only repeats the question or a prompt, defers, shows raw query syntax or denies a value
+    the results must contain does not count as containing its terms (the contract format judges
+    sense on a dimension of its own). The terms themselves are not checked for negation: "no
+    part is made of gold" is the right answer to an empty result."""
+    verdict = judge_answer(turn.answer, contains, excludes, strict=strict)
+    sense = judge_answer_sense(
+        turn.answer, results_contain, question=turn.user, system_prompts=turn.system_prompts
+    )
+    if sense.passed:
+        return verdict
+    return Verdict(ANSWER, False, min(verdict.score, sense.score), verdict.reasons + sense.reasons)
+
+
 def _combine(dimension: str, verdicts: Sequence[Verdict]) -> Verdict:
     if len(verdicts) == 1:
         return verdicts[0]
@@ -475,7 +507,7 @@ def judge_case(
     if expectations.has_results:
         add(judge_query(expectations.results_contain, expectations.results_exclude, turns))
     if expectations.has_answer:
-        add(judge_answer(last.answer, expectations.answer_contains, expectations.answer_excludes))
+        add(judge_sensible_answer(last, expectations.answer_contains, expectations.answer_excludes))
     if expectations.result_set is not None:
         add(judge_result_set(expectations.result_set, last, resolve))
     for number, (expected, turn) in enumerate(zip(expectations.turns, turns, strict=False), 1):
@@ -486,8 +518,12 @@ def judge_case(
         if expected.has_results:
             add(judge_query(expected.results_contain, expected.results_exclude, [turn]), number)
         if expected.has_answer:
-            verdict = judge_answer(
-                turn.answer, expected.answer_contains, expected.answer_excludes, strict=True
+            verdict = judge_sensible_answer(
+                turn,
+                expected.answer_contains,
+                expected.answer_excludes,
+                results_contain=expected.results_contain,
+                strict=True,
             )
             add(verdict, number)
         if expected.result_set is not None:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from ..core.project.tools import TOOLS, ToolEvidence
 from ..core.providers.base import (
     DoneEvent,
     Message,
@@ -59,7 +60,13 @@ __all__ = [
 
 ORACLE = "oracle"
 LEAN = "oracle:lean"
-DISCOVERY = {"search_managers": "schema", "get_manager_schema": "schema", "find_path": "path"}
+# The discovery tools (they find managers and relations; query reads rows): each one's name, and
+# the kind of requirement its calls become in a plan.
+DISCOVERY: dict[str, ToolEvidence] = {
+    tool.name: tool.evidence
+    for tool in TOOLS
+    if tool.evidence is not None and tool is not TOOLS.query
+}
 CHARS_PER_TOKEN = 4
 
 Rounds = list[dict[str, Any]]
@@ -98,7 +105,7 @@ def split_turns(rounds: Sequence[Mapping[str, Any]]) -> list[Rounds]:
 
 def _turn_plan(turn: Rounds, earlier_queries: list[dict[str, Any]], lean: bool) -> Rounds:
     calls = [call for round_ in turn for call in round_.get("tool_calls") or []]
-    queries = [dict(call["args"]) for call in calls if call["name"] == "query"]
+    queries = [dict(call["args"]) for call in calls if call["name"] == TOOLS.query.name]
     finding = [round_ for round_ in turn if _discovery(round_)]
     if lean and queries:
         finding = []  # the planner's candidates stand in for the discovery calls
@@ -145,7 +152,11 @@ def _turn_plan(turn: Rounds, earlier_queries: list[dict[str, Any]], lean: bool) 
                 "objective": f"Read the {manager} records the question needs",
                 "depends_on": ["task_1"] if finding else [],
                 "requirements": [
-                    {"requirement_id": f"read_{number}", "kind": "query", "query": args}
+                    {
+                        "requirement_id": f"read_{number}",
+                        "kind": TOOLS.query.evidence,
+                        "query": args,
+                    }
                     for number, args in enumerate(reads, start=1)
                 ],
             }

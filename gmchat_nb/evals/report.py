@@ -1,4 +1,8 @@
-"""Reports in GeneralManager 0.87's layouts, trace JSONL records and pandas summaries."""
+"""Reports in GeneralManager 0.87's layouts, trace JSONL records and pandas summaries.
+
+Over 400 lines: GeneralManager's two report layouts, the trace records and the pandas
+frames are all read from the same results with the same dimension counts.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Run eval cases against one or more providers, concurrently, and judge them."""
+"""Run eval cases against one or more providers, concurrently, and judge them.
+
+Over 400 lines: running a case, counting its provider requests and reading its trace for
+the judges are one run's work; the trace readers are a table of small functions.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.events import ConfirmMutation, Done, Error, TextChunk, ToolCall, ToolResult
 from ..core.providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -197,33 +202,68 @@ def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRec
     turn = TurnRecord(user=user, events=[dict(e) for e in events])
     args_by_id: dict[str, dict[str, Any]] = {}
     for event in events:
-        kind = event.get("type")
-        if kind == "tool_call":
-            args = dict(event.get("args") or {})
-            args_by_id[str(event.get("id"))] = args
-            turn.tool_calls.append({"id": event.get("id"), "name": event["name"], "args": args})
-        elif kind == "tool_result":
-            turn.tool_results.append(
-                {
-                    "id": event.get("id"),
-                    "name": event["name"],
-                    "args": args_by_id.get(str(event.get("id")), {}),
-                    "result": event.get("result"),
-                }
-            )
-        elif kind == "text_chunk":
-            turn.answer += str(event.get("content", ""))
-        elif kind == "error":
-            turn.error = str(event.get("code") or "error")
-        elif kind == "done":
-            if event.get("orchestration") is not None:
-                turn.orchestration = dict(event["orchestration"])
-            usage = event.get("usage") or {}
-            turn.usage = {
-                "input_tokens": int(usage.get("input_tokens", 0)),
-                "output_tokens": int(usage.get("output_tokens", 0)),
-            }
+        TRACE_READERS.get(str(event.get("type")), _skip)(turn, event, args_by_id)
     return turn
+
+
+def _read_tool_call(
+    turn: TurnRecord, event: Mapping[str, Any], args_by_id: dict[str, dict[str, Any]]
+) -> None:
+    args = dict(event.get("args") or {})
+    args_by_id[str(event.get("id"))] = args
+    turn.tool_calls.append({"id": event.get("id"), "name": event["name"], "args": args})
+
+
+def _read_tool_result(
+    turn: TurnRecord, event: Mapping[str, Any], args_by_id: dict[str, dict[str, Any]]
+) -> None:
+    turn.tool_results.append(
+        {
+            "id": event.get("id"),
+            "name": event["name"],
+            "args": args_by_id.get(str(event.get("id")), {}),
+            "result": event.get("result"),
+        }
+    )
+
+
+def _read_text_chunk(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    turn.answer += str(event.get("content", ""))
+
+
+def _read_confirm_mutation(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """Kept in the trace only: an eval turn never waits for a human (the case's confirmations
+    decide, and the mutate call's result is what the judges read)."""
+
+
+def _read_error(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    turn.error = str(event.get("code") or "error")
+
+
+def _read_done(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    if event.get("orchestration") is not None:
+        turn.orchestration = dict(event["orchestration"])
+    usage = event.get("usage") or {}
+    turn.usage = {
+        "input_tokens": int(usage.get("input_tokens", 0)),
+        "output_tokens": int(usage.get("output_tokens", 0)),
+    }
+
+
+def _skip(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """An event type this runner does not know (a newer server's): kept in the trace only."""
+
+
+# How an eval trace reads each event type into the judges' turn (tests/test_architecture.py
+# checks that every public type of core/events.py has one here); unknown types are skipped.
+TRACE_READERS: dict[str, Callable[[TurnRecord, Mapping[str, Any], Any], None]] = {
+    ToolCall.type: _read_tool_call,
+    ToolResult.type: _read_tool_result,
+    TextChunk.type: _read_text_chunk,
+    ConfirmMutation.type: _read_confirm_mutation,
+    Error.type: _read_error,
+    Done.type: _read_done,
+}
 
 
 async def open_project(target: Any, exposed: Sequence[str] | None = None) -> Any:
@@ -233,9 +273,11 @@ async def open_project(target: Any, exposed: Sequence[str] | None = None) -> Any
     ``exposed`` limits the managers the chat sees. A GraphQL server cannot tell which of its
     managers GeneralManager marks ``chat_exposed``, so URL targets usually need it.
     """
-    from ..core.project import connect
+    from ..core.session import connect_project
+    from ..core.settings import load_settings
 
-    return await connect(target, exposed=list(exposed) if exposed is not None else None)
+    settings = load_settings(exposed_managers=list(exposed) if exposed is not None else None)
+    return await connect_project(settings, target)
 
 
 def _fallback_label(provider: Any) -> str:

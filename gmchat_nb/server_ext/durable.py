@@ -32,7 +32,7 @@ from tornado.iostream import StreamClosedError
 
 from ..core.session.messages import text_refusal
 from ..core.store import TurnBusy, TurnConflict, UnknownConversation
-from ..core.store.records import FINAL_TURN_STATES
+from ..core.store.records import FINAL_TURN_STATES, JournalEntry
 from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
 from .sessions import ChatRuntime
@@ -53,11 +53,10 @@ def _identifier(payload: dict[str, Any], key: str) -> str:
     return value
 
 
-def frame(position: int, turn_id: str, payload: dict[str, Any]) -> bytes:
-    """One journaled event as an SSE frame: ``id`` and ``sequence`` are its position."""
-    body = {**payload, "sequence": position, "turn_id": turn_id}
-    kind = str(payload.get("type", "message"))
-    return f"id: {position}\nevent: {kind}\ndata: {json.dumps(body)}\n\n".encode()
+def frame(entry: JournalEntry) -> bytes:
+    """One journaled event as an SSE frame: ``id`` is its position (:meth:`JournalEntry.frame`)."""
+    kind = str(entry.payload.get("type", "message"))
+    return f"id: {entry.position}\nevent: {kind}\ndata: {json.dumps(entry.frame())}\n\n".encode()
 
 
 class DurableHandler(GMChatHandler):
@@ -200,7 +199,7 @@ class ConversationEventsHandler(DurableHandler):
                 rows = await self.runtime.on_engine(store.journal_after, conversation_id, cursor)
                 if rows:
                     for row in rows:
-                        self.write(frame(row.position, row.turn_id, row.payload))
+                        self.write(frame(row))
                     await self.flush()
                     cursor = rows[-1].position
                     continue

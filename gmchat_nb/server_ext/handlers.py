@@ -25,7 +25,8 @@ from ..core.events import Error, TextChunk, error_event
 from ..core.session import Actor, ChatSession
 from ..core.store import StoreUnavailableError
 from .requests import Refused, decode_object, optional_string, required_string
-from .sessions import ChatRuntime, Delivery, TurnBusy, TurnRun, conversation_json
+from .sessions import ChatRuntime, conversation_json
+from .turn_run import ConversationBusy, Delivery, TurnRun
 
 __all__ = [
     "AUTH_RESOURCE",
@@ -180,14 +181,14 @@ class GMChatHandler(APIHandler):
             )
         except Refused as refused:
             self.refuse(refused)
-        except TurnBusy:
+        except ConversationBusy:
             self.refuse(BUSY)
         return None
 
     def start(
         self, session: ChatSession, events: Any, *, suspends: bool = False, streaming: bool = True
     ) -> TurnRun:
-        """Start the turn on the engine; TurnBusy when the conversation already runs one."""
+        """Start the turn on the engine; ConversationBusy when the conversation already runs one."""
         assert session.conversation_id is not None
         return self.runtime.start(
             session.conversation_id, events, suspends=suspends, streaming=streaming
@@ -225,7 +226,7 @@ class ConfirmHandler(GMChatHandler):
             session, run = await self._start_resume()
         except Refused as refused:
             return self.refuse(refused)
-        except TurnBusy:
+        except ConversationBusy:
             return self.refuse(BUSY)
         deliveries = await self.drain(run)
         if not deliveries:  # resume yields nothing only when an in-process waiter took it

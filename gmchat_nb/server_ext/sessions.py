@@ -12,6 +12,10 @@ only through the ``async`` methods here, which hop to the engine and back. Turns
 held under a lease and settled by the store's :class:`~gmchat_nb.core.turns.TurnOwner`: on start
 and then every half lease, the runtime sweeps its scope's turns nobody drives any more (a dead or
 stopped server's), runs on the ones that only read and closes the rest.
+
+Over 400 lines: the one object every handler shares (:class:`ChatRuntime`): its project,
+providers, store, sweeps, journal watchers and running turns share its engine and its lifetime;
+running a turn is in ``turn_run.py``.
 """
 
 from __future__ import annotations
@@ -20,22 +24,26 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import importlib
 import inspect
-import json
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
+from ..core.dotted import DottedPathError, resolve_dotted
 from ..core.events import ChatEvent
-from ..core.project import Project, connect
+from ..core.project import Project
 from ..core.providers.base import BaseLLMProvider
-from ..core.providers.registry import create_provider
 from ..core.ratelimit import RateLimiter
-from ..core.session import Actor, ChatSession, Hooks
+from ..core.session import (
+    Actor,
+    ChatSession,
+    build_provider,
+    connect_project,
+    open_session,
+    open_store,
+)
 from ..core.session.ending import fail_unstarted
 from ..core.session.messages import conversation_title
 from ..core.settings import ChatConfigurationError, ChatSettings
@@ -49,16 +57,13 @@ from ..core.store import (
 )
 from ..core.turns import LEASE_SECONDS, SERVER_STOPPED, TurnOwner, server_scope
 from .engine import Engine
+from .turn_run import ConversationBusy, TurnRun
 
-__all__ = ["ChatRuntime", "Delivery", "TurnBusy", "TurnRun", "actor_for", "conversation_json"]
+__all__ = ["ChatRuntime", "actor_for", "conversation_json"]
 
 log = logging.getLogger(__name__)
 
 PROVIDER_CACHE_SIZE = 256
-
-
-class TurnBusy(Exception):
-    """Another turn of the same conversation is running in this process."""
 
 
 def actor_for(user: Any, owner: str | None = None) -> Actor:
@@ -100,7 +105,7 @@ class ChatRuntime:
         self._permission = _resolve_permission(settings.permission)
         # A store that cannot be opened (read-only, not a database, damaged) keeps the routes:
         # they answer 503 naming the problem until it is fixed.
-        self.store = store or ChatStore(settings.store or ChatStore.default_path(), open_later=True)
+        self.store = open_store(settings, store, open_later=True)
         self.turns = TurnOwner.of(self.store, scope=server_scope(), lease_seconds=lease_seconds)
         self.limiter = RateLimiter.from_settings(self.store, settings.rate_limit)
         self.engine = Engine()
@@ -155,26 +160,14 @@ class ChatRuntime:
     async def _connect(self) -> Project:
         async with self._project_lock:
             if self._project is None:
-                project = await connect(
-                    self.settings.project,
-                    exposed=self.settings.exposed_managers,
-                    headers=dict(self.settings.headers) or None,
-                    allowed_mutations=self.settings.allowed_mutations,
-                    max_results=self.settings.max_results,
-                    query_timeout=self.settings.query_timeout_seconds,
-                )
-                self.settings.validate_for(project)
-                self._project = project
+                self._project = await connect_project(self.settings)
             return self._project
 
     def provider(self, conversation_id: str) -> BaseLLMProvider:
         """The conversation's provider instance (a small LRU cache; see the module docstring)."""
         provider = self._providers.get(conversation_id)
         if provider is None:
-            try:
-                provider = create_provider(self.settings.provider, self.settings.provider_config)
-            except ValueError as error:
-                raise ChatConfigurationError(f"provider: {error}", key="provider") from None
+            provider = build_provider(self.settings)
             self._providers[conversation_id] = provider
             while len(self._providers) > PROVIDER_CACHE_SIZE:
                 self._providers.popitem(last=False)
@@ -226,16 +219,14 @@ class ChatRuntime:
     async def _open_session(self, actor: Actor, conversation_id: Any) -> ChatSession:
         resolved = self.resolve_conversation(actor, conversation_id)
         project = await self._connect()
-        session = ChatSession(
+        return open_session(
             project,
             self.provider(resolved),
             self.settings,
             store=self.store,
             actor=actor,
             conversation_id=resolved,
-            hooks=Hooks(self.settings.hooks),
         )
-        return session
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -282,7 +273,7 @@ class ChatRuntime:
                 detached=True,
                 turn_id=admission.turn_id,
             )
-        except TurnBusy:  # the store decided it runs here; this process still runs another
+        except ConversationBusy:  # the store decided it runs here; this process still runs another
             log.error("the admitted chat turn %s found its conversation busy", admission.turn_id)
             fail_unstarted(self.turns, admission, actor.id)
 
@@ -391,14 +382,14 @@ class ChatRuntime:
         detached: bool = False,
         turn_id: str | None = None,
     ) -> TurnRun:
-        """Run a turn's events on the engine, delivered to the calling loop (TurnBusy if one
+        """Run a turn's events on the engine, delivered to the calling loop (ConversationBusy if one
         runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE);
         ``streaming=False``: the caller wants the events only at the end (plain HTTP);
         ``detached``: nobody reads them (an admitted turn: readers follow the journal)."""
         with self._running_lock:
             current = self._running.get(conversation_id)
             if current is not None and not current.done():
-                raise TurnBusy(conversation_id)
+                raise ConversationBusy(conversation_id)
             run = TurnRun(
                 self.engine,
                 events,
@@ -442,149 +433,6 @@ class ChatRuntime:
         self.engine.stop()
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One event of a turn and its JSON (encoded on the engine: results can be large)."""
-
-    event: ChatEvent
-    json: str
-
-    @classmethod
-    def of(cls, event: ChatEvent) -> Delivery:
-        """Encode ``event``; ASCII JSON, so any text a model wrote can be written to a socket."""
-        return cls(event, json.dumps(event.to_dict(), default=str))
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    error: BaseException
-
-
-_DONE = object()
-FINAL_EVENTS = frozenset({"done", "error"})
-
-
-class TurnRun:
-    """A turn running on the engine, its events delivered to a queue on the caller's loop.
-
-    Running the turn as its own task is what lets a disconnect cancel the provider call even
-    while the handler is blocked writing or waiting for the next event. The run is over for its
-    client at its final event (``done``, ``error``, or ``confirm_mutation`` when it
-    ``suspends``), not when the engine has unwound the task: a client that asks again the
-    moment it saw ``done`` must not find the conversation busy.
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        events: AsyncIterator[ChatEvent],
-        *,
-        suspends: bool = False,
-        streaming: bool = True,
-        detached: bool = False,
-        turn_id: str | None = None,
-    ) -> None:
-        self.turn_id = turn_id
-        self._detached = detached
-        self._loop = asyncio.get_running_loop()  # the transport's loop
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
-        # Filled on the engine's thread, drained on the transport's loop: the first event at once
-        # (time to first event is what a user feels), later ones one wake-up per burst — sent
-        # when the turn next waits — not one per event (each wake-up is a GIL hand-over).
-        self._inbox: deque[Any] = deque()
-        self._inbox_lock = threading.Lock()
-        self._wake_pending = False
-        self._streaming = streaming
-        self._final = FINAL_EVENTS | ({"confirm_mutation"} if suspends else set())
-        self._ended = False
-        self._engine_loop = engine.loop
-        self._woken_once = False
-        # After the first event the turn steps aside once (see _pump).
-        self._step_aside = False
-        self._future: concurrent.futures.Future[None] = engine.submit(self._pump(events))
-
-    async def _pump(self, events: AsyncIterator[ChatEvent]) -> None:
-        try:
-            async for event in events:
-                if self._ended:
-                    log.error("a %s event after the end of a turn was dropped", event.type)
-                    continue
-                if self._detached:  # journaled by the session; nobody reads this queue
-                    if event.type in self._final:
-                        self._ended = True
-                        self._deliver(_DONE)
-                    continue
-                delivery = Delivery.of(event)
-                if event.type in self._final:
-                    self._ended = True  # before the client can see it
-                    self._deliver(delivery, wake=False)
-                    self._deliver(_DONE)
-                else:
-                    self._deliver(delivery, wake=self._streaming)
-                    if self._step_aside:
-                        # One pass of the engine's loop polls its selector, which lets go of the
-                        # GIL: the transport's thread, just woken, writes the first frame now
-                        # instead of after the interpreter's 5 ms switch interval.
-                        self._step_aside = False
-                        await asyncio.sleep(0)
-        except Exception as error:
-            self._deliver(_Failed(error))
-            raise
-        finally:
-            if not self._ended:
-                self._ended = True
-                self._deliver(_DONE)
-
-    def _deliver(self, item: Any, *, wake: bool = True) -> None:
-        with self._inbox_lock:
-            self._inbox.append(item)
-            if self._wake_pending or not wake:
-                return
-            self._wake_pending = True
-            first = not self._woken_once
-            if first:
-                self._woken_once = self._step_aside = True
-        if first:
-            self._wake()
-        else:
-            self._engine_loop.call_soon(self._wake)  # after the turn's current step
-
-    def _wake(self) -> None:
-        with contextlib.suppress(RuntimeError):  # the transport's loop has closed
-            self._loop.call_soon_threadsafe(self._drain)
-
-    def _drain(self) -> None:
-        with self._inbox_lock:
-            items = list(self._inbox)
-            self._inbox.clear()
-            self._wake_pending = False
-        for item in items:
-            self.queue.put_nowait(item)
-
-    async def next(self, timeout: float | None = None) -> Delivery | None:
-        """The next event, ``None`` at the end; TimeoutError after ``timeout`` of silence."""
-        item = await asyncio.wait_for(self.queue.get(), timeout)
-        if isinstance(item, _Failed):
-            raise item.error
-        return None if item is _DONE else item
-
-    def done(self) -> bool:
-        """True once the turn sent its final event, or its task finished or was cancelled."""
-        return self._ended or self._future.done()
-
-    def when_done(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` (on the engine's thread) when the turn's task ends."""
-        self._future.add_done_callback(lambda _: callback())
-
-    async def finished(self) -> None:
-        """Wait until the turn's task ended, however it ended (its outcome is not raised)."""
-        await asyncio.wait({asyncio.wrap_future(self._future)})
-
-    def cancel(self) -> None:
-        """Stop the turn (its provider call is cancelled with it)."""
-        self._future.cancel()
-
-
 def _log_connect_failure(future: concurrent.futures.Future[Project]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.error("gmchat could not connect its project: %s", future.exception())
@@ -593,8 +441,8 @@ def _log_connect_failure(future: concurrent.futures.Future[Project]) -> None:
 def _resolve_permission(value: Callable[..., Any] | str | None) -> Callable[..., Any] | None:
     if value is None or callable(value):
         return value
-    module, _, attribute = value.rpartition(".")
-    hook = getattr(importlib.import_module(module), attribute)
-    if not callable(hook):
-        raise ChatConfigurationError(f"permission: {value!r} is not callable", key="permission")
-    return hook  # type: ignore[no-any-return]
+    try:
+        hook: Callable[..., Any] = resolve_dotted(value, key="permission")
+    except DottedPathError as error:
+        raise ChatConfigurationError(str(error), key=error.key) from None
+    return hook

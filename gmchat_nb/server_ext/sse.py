@@ -12,7 +12,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .handlers import GMChatHandler, allow
-from .sessions import Delivery
+from .turn_run import Delivery
 
 __all__ = ["StreamHandler", "sse_frame"]
 

@@ -49,7 +49,8 @@ from .requests import (
     optional_string,
     required_string,
 )
-from .sessions import ChatRuntime, TurnBusy, TurnRun
+from .sessions import ChatRuntime
+from .turn_run import ConversationBusy, TurnRun
 
 __all__ = ["ChatSocket"]
 
@@ -151,10 +152,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         store = self.runtime.store
         while entries := await self.runtime.on_engine(store.journal_after, conversation_id, cursor):
             for entry in entries:
-                frame = {**entry.payload, "sequence": entry.position, "turn_id": entry.turn_id}
                 if entry.payload.get("type") in ("done", "error"):
                     self._ended.add(entry.turn_id)
-                await self.write_message(json.dumps(frame))
+                await self.write_message(json.dumps(entry.frame()))
             cursor = entries[-1].position
         return cursor
 
@@ -295,7 +295,7 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         assert session.conversation_id is not None
         try:
             run = self.runtime.start(session.conversation_id, events)
-        except TurnBusy:  # the same conversation is streaming over another connection
+        except ConversationBusy:  # the same conversation is streaming over another connection
             return self.send_error_event("turn_in_progress")
         self._run = run
         self._forwarder = asyncio.create_task(self._forward(run))

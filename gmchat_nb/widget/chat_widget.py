@@ -3,6 +3,9 @@ to the front end in batches, keeps the transcript, serves result tables and bind
 
 No loop logic lives here: turns run through ``Chat.stream``; this module only translates events
 to messages (see :mod:`gmchat_nb.widget.protocol`) and user actions back into chat calls.
+
+Over 400 lines: one anywidget class whose traits, message handlers and transcript share
+their state; the module's functions are the evidence and replay rows it sends.
 """
 
 from __future__ import annotations

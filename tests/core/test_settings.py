@@ -22,7 +22,7 @@ from gmchat_nb.core.settings import (
     load_settings,
 )
 
-# spec/chat-api-reference.txt "Settings", "Rate limits", "Audit settings" (url and provider are
+# GeneralManager 0.87 chat API reference, "Settings", "Rate limits", "Audit settings" (url and provider are
 # gmchat_nb's documented deviations), then gmchat_nb's own keys.
 SPEC_DEFAULTS: dict[str, Any] = {
     "enabled": False,

@@ -4,7 +4,7 @@ the question or the system prompt."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -224,3 +224,48 @@ def test_a_run_whose_answer_echoes_the_system_prompt_fails_answer_sense() -> Non
     assert result.turns[0].system_prompts  # what the model was sent reaches the judge
     assert result.status == "fail"
     assert "Answer sense: no_echo: the answer only repeats the system prompt" in result.reasons
+
+
+# -- the same checks on GeneralManager-format cases (answer_contains) ---------------------------
+
+STEEL_GM_CASE = {
+    "name": "steel_parts_gm",
+    "conversation": [{"user": STEEL_QUESTION}],
+    "expectations": {"answer_contains": ["steel"]},
+}
+STEEL_GM_TURNS_CASE = {
+    "name": "steel_parts_gm_turns",
+    "conversation": [{"user": STEEL_QUESTION}],
+    "expectations": {"turns": [{"answer_contains": ["steel"]}]},
+}
+
+
+@pytest.mark.parametrize("case", [STEEL_GM_CASE, STEEL_GM_TURNS_CASE], ids=["case", "per turn"])
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (STEEL_QUESTION, "no_echo: the answer only repeats the question"),
+        (
+            "Steel parts: would you like me to run a query for them?",
+            "no_unnecessary_deferral",
+        ),
+        ("query { partList(filter: {material: steel}) { name } }", "no_raw_query_syntax"),
+    ],
+)
+def test_a_gm_format_case_fails_an_answer_that_only_looks_right(
+    case: dict[str, Any], answer: str, reason: str
+) -> None:
+    """``answer_contains: [steel]`` is not met by an answer without sense that says "steel"."""
+    provider = ScriptedProvider({"rounds": [{"tool_calls": [STEEL_QUERY]}, {"text": answer}]})
+    (result,) = run([case], provider=provider).results
+    assert result.status == "fail"
+    assert any(reason in text for text in result.reasons), result.reasons
+
+
+@pytest.mark.parametrize("case", [STEEL_GM_CASE, STEEL_GM_TURNS_CASE], ids=["case", "per turn"])
+def test_a_gm_format_case_passes_a_real_answer(case: dict[str, Any]) -> None:
+    provider = ScriptedProvider(
+        {"rounds": [{"tool_calls": [STEEL_QUERY]}, {"text": "One part is made of steel: Bolt."}]}
+    )
+    (result,) = run([case], provider=provider).results
+    assert result.status == "pass", result.reasons

@@ -20,7 +20,7 @@ import yaml
 from gmchat_nb.core.store import ChatStore
 
 from ..postgresql import fresh_schema
-from ..test_readme import README_DATABASE
+from ..test_readme import README, README_DATABASE
 from .hub import Hub
 
 SEARCH = {"tool_calls": [{"name": "search_managers", "args": {"query": "parts"}}]}
@@ -32,11 +32,10 @@ README_LEASE = "--GMChat.lease_seconds=15"
 
 
 def readme_hub_config(store: str) -> str:
-    """The README's ``jupyterhub_config.py`` lines, on the tests' store and with the tests'
-    shorter lease (a trait given twice on a command line is not taken)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"^```python\n(# jupyterhub_config\.py.*?)^```", readme, re.M | re.S)
-    assert len(blocks) == 1, "the README shows one jupyterhub_config.py"
+    """The documentation's ``jupyterhub_config.py`` lines (docs/server.md), on the tests' store
+    and with the tests' shorter lease (a trait given twice on a command line is not taken)."""
+    blocks = re.findall(r"^```python\n(# jupyterhub_config\.py.*?)^```", README, re.M | re.S)
+    assert len(blocks) == 1, "the documentation shows one jupyterhub_config.py"
     assert README_DATABASE in blocks[0] and README_LEASE in blocks[0]
     config = str(blocks[0]).replace(README_DATABASE, store)
     return config.replace(README_LEASE, f"--GMChat.lease_seconds={LEASE}")

@@ -1,6 +1,6 @@
 """The OpenAI adapter against a real inference server: llama-cpp-python's, started on 127.0.0.1
 with PyPI's Gemma 3 270M. Each test pins a behaviour this server showed that the vendor wire
-server in tests/vendor_server.py does not (see ../shared/notes/local-models.md)."""
+server in tests/vendor_server.py does not."""
 
 from __future__ import annotations
 

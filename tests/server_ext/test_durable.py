@@ -474,3 +474,28 @@ async def test_connections_the_database_dropped_are_replaced_before_anything_fai
             assert event["type"] == "done"
     finally:
         hub.stop()
+
+
+async def test_every_journal_reader_names_an_event_s_position(server: Server) -> None:
+    """``position`` is an event's place in the conversation's journal wherever the journal is
+    read (SSE, the WebSocket's replay); ``sequence`` there carries the same number (the durable
+    contract's cursor), while a live stream numbers one turn's events from 1."""
+    conversation = new_conversation(server)
+    for number in range(2):  # two turns: positions keep growing, per-turn numbers start again
+        assert admit(server, conversation, f"pos-{number}-{uuid.uuid4().hex}").status_code == 202
+        await read_frames(server, conversation, after=0, idle_seconds=2.0, until_terminal=False)
+    frames = await read_frames(server, conversation, after=0, until_terminal=False, idle_seconds=1)
+    assert [event["position"] for _, event in frames] == [frame_id for frame_id, _ in frames]
+    assert [event["position"] for _, event in frames] == list(range(1, 13))
+    assert all(event["sequence"] == event["position"] for _, event in frames)
+    url = server.ws_url + f"?conversation_id={conversation}&after=6"
+    async with websockets.connect(url, additional_headers=AUTH) as ws:
+        replayed = [json.loads(await asyncio.wait_for(ws.recv(), 5)) for _ in range(6)]
+    assert [event["position"] for event in replayed] == list(range(7, 13))
+    async with websockets.connect(server.ws_url, additional_headers=AUTH) as ws:
+        await ws.send(json.dumps({"type": "message", "text": "List parts"}))
+        live = []
+        while not live or live[-1]["type"] not in ("done", "error"):
+            live.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+    assert [event["sequence"] for event in live] == list(range(1, len(live) + 1))
+    assert not any("position" in event for event in live)

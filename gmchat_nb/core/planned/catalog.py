@@ -10,12 +10,12 @@ not confirm that a hidden manager exists).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..dotted import DottedPathError, resolve_dotted
 from ..project.names import split_words
 from ..project.project import Project
 from ..settings import ChatConfigurationError
@@ -73,15 +73,10 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
 
 def _resolve_source(source: object) -> object:
     if isinstance(source, str):
-        module, _, name = source.rpartition(".")
         try:
-            source = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, ValueError) as error:
-            raise ChatConfigurationError(
-                f"Chat setting 'planned.catalog' names '{source}', which cannot be imported "
-                f"({type(error).__name__}).",
-                key="planned.catalog",
-            ) from None
+            source = resolve_dotted(source, key="planned.catalog", want_callable=False)
+        except DottedPathError as error:
+            raise ChatConfigurationError(str(error), key=error.key) from None
     if callable(source):
         source = source()
     return source

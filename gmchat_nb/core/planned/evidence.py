@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
+from gmchat_nb.core.project.tools import ToolEvidence
 from gmchat_nb.core.text import MAX_JSON_DEPTH
 
 __all__ = [
@@ -39,7 +40,8 @@ __all__ = [
     "thaw_json",
 ]
 
-EvidenceKind = Literal["schema", "path", "query", "calculation"]
+# What a tool call yields (each tool's declaration says which), or an engine calculation.
+EvidenceKind = Literal[ToolEvidence, "calculation"]
 
 CHILD_SEPARATOR = ":child:"
 """Joins a root's task id and a child's evidence id: ``task_1:child:task_1_child:query:1``."""

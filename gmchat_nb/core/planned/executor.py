@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..project.tools import discovery_tool_definitions
+from ..project.tools import TOOLS
 from ..providers.base import (
     Message,
     ProviderError,
@@ -43,7 +43,7 @@ REASONS = (
     "provider_failed",
     "synthesis_failed",
 )
-READ_TOOLS = ("search_managers", "get_manager_schema", "find_path", "query")
+READ_TOOLS = tuple(tool.name for tool in TOOLS if tool.reads)
 _MAX_FILTER_NAMES = 80
 
 
@@ -110,12 +110,14 @@ async def resolve_task(work: TurnWork, run: TaskRun, parents: list[TaskRun], roo
         if requirement.kind != "query" or requirement.query is None:
             continue
         args = dict(requirement.query)
-        outcome = await work.call(run.task.task_id, "query", args)
+        outcome = await work.call(run.task.task_id, TOOLS.query.name, args)
         _note_manager(run, args)
         if outcome.record is not None:
             run.link(requirement.requirement_id, outcome.record)
         elif outcome.failed:
-            failures.append({"call": {"name": "query", "args": args}, "result": outcome.result})
+            failures.append(
+                {"call": {"name": TOOLS.query.name, "args": args}, "result": outcome.result}
+            )
     if not work.explicit_completion and _finish_if_covered(work, run):
         return
     await _executor_rounds(work, run, parents, root, failures)
@@ -209,7 +211,7 @@ async def _run_call(work: TurnWork, run: TaskRun, call: ToolCallEvent) -> tuple[
             f"{call.name}:{message}"
         )
     outcome = await work.call(run.task.task_id, call.name, dict(call.args))
-    if call.name == "query":
+    if call.name == TOOLS.query.name:
         _note_manager(run, call.args)
     if outcome.record is not None:
         run.link(_requirement_for(run, outcome.record), outcome.record)
@@ -335,7 +337,7 @@ def executor_tools(work: TurnWork) -> list[ToolDefinition]:
             )
     typed = []
     for definition in definitions:
-        if definition.name != "query":
+        if definition.name != TOOLS.query.name:
             typed.append(definition)
             continue
         schema = json.loads(json.dumps(definition.input_schema))
@@ -355,4 +357,4 @@ def executor_tools(work: TurnWork) -> list[ToolDefinition]:
 
 
 def _read_definitions(work: TurnWork) -> list[dict[str, Any]]:
-    return [item for item in discovery_tool_definitions() if item["name"] in READ_TOOLS]
+    return [tool.definition() for tool in TOOLS if tool.reads]

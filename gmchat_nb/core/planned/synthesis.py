@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..events import TextChunk
+from ..project.tools import TOOLS
 from ..providers.base import Message, ProviderError, TextChunkEvent, ToolCallEvent
 from .evidence import EvidenceRecord
 from .executor import TaskRun
@@ -69,7 +70,9 @@ def _history(work: TurnWork, records: list[EvidenceRecord]) -> list[Message]:
 def _round_key(record: EvidenceRecord) -> str:
     """Locating steps (paths, one-row probes for a value) form one round; else one per tool."""
     name = _tool_name(record)
-    if name == "find_path" or (name == "query" and _call_args(record).get("limit") == 1):
+    if name == TOOLS.find_path.name or (
+        name == TOOLS.query.name and _call_args(record).get("limit") == 1
+    ):
         return "locate"
     return name
 
@@ -77,7 +80,7 @@ def _round_key(record: EvidenceRecord) -> str:
 def _tool_name(record: EvidenceRecord) -> str:
     if record.kind == "calculation":
         return "calculate"
-    return str(record.provenance.get("tool", "query"))
+    return str(record.provenance.get("tool", TOOLS.query.name))
 
 
 def _round(records: list[EvidenceRecord]) -> list[Message]:

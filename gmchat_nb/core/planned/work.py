@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from ..events import ChatEvent, ToolCall, ToolResult
 from ..frames import frame_summary
 from ..project.project import Project, QueryOutcome
-from ..project.tools import ToolRun
+from ..project.tools import TOOLS, ToolRun
 from ..providers.base import Message, TokenUsage, ToolCallEvent
 from ..settings.planned import PlannedSettings
 from .catalog import Candidate
@@ -28,13 +28,6 @@ from .roles import RoleProviders
 __all__ = ["CallResult", "PlannedIO", "ToolRunner", "TurnWork"]
 
 ToolRunner = Callable[[str, dict[str, Any]], Awaitable[ToolRun]]
-
-EVIDENCE_KINDS = {
-    "query": "query",
-    "get_manager_schema": "schema",
-    "search_managers": "schema",
-    "find_path": "path",
-}
 
 
 class PlannedIO(Protocol):
@@ -103,10 +96,11 @@ class TurnWork:
             async with self._tool_lock:
                 run = await self.run_tool(name, args)
             record = None
-            if not run.failed and name in EVIDENCE_KINDS:
+            tool = TOOLS.get(name)
+            if not run.failed and tool is not None and tool.evidence is not None:
                 record = self.evidence.record(
                     task_id,
-                    EVIDENCE_KINDS[name],  # type: ignore[arg-type]
+                    tool.evidence,
                     run.result,
                     call_identity=identity,
                     provenance=_provenance(name, args),

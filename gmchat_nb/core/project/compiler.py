@@ -5,6 +5,10 @@ The model never writes GraphQL. It names a manager, filters, fields, ordering an
 graphql-core AST whose argument values are all variables declared with the schema's own types,
 validates it against the schema (once per document shape; validation dominates the cost of small
 queries) and plans the page requests that cover the window exactly.
+
+Over 400 lines: one document built and checked by :class:`QueryCompiler` with the AST
+helpers and shape cache only it uses; fields, filters and ordering already live in their own
+modules.
 """
 
 from __future__ import annotations

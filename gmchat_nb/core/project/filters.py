@@ -14,6 +14,9 @@ The schema decides the output: nested inputs on GeneralManager servers, flat nam
 filter inputs nest (GeneralManager stops after one relation by default), the rest of the path is
 answered first with a query on the related manager and replaced by an ``xId_In`` filter on its ids:
 an :class:`IdLookup` placeholder that :class:`~gmchat_nb.core.project.project.Project` fills in.
+
+Over 400 lines: one resolver, :class:`FilterResolver`, for every spelling a model may
+use, checked against one root's filter input types.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from .names import (
     singular,
     suggestion_hint,
 )
+from .tools import TOOLS
 
 __all__ = ["FilterResolver", "IdLookup"]
 
@@ -405,7 +409,7 @@ class FilterResolver:
         return ToolError(
             "unknown_filter",
             f"Unknown filter '{clip(key)}' on {manager.name}.{hint} "
-            f"Call get_manager_schema('{manager.name}') for its filters.",
+            f"Call {TOOLS.get_manager_schema.name}('{manager.name}') for its filters.",
             suggestions=suggestions or None,
         )
 

@@ -37,6 +37,7 @@ from .members import build_manager
 from .names import MAX_NAME_LENGTH, clip, did_you_mean, normalize_key, suggestion_hint
 from .offered_mutations import offered_mutations
 from .roots import find_roots, manager_name
+from .tools import TOOLS
 from .visibility import Visibility
 
 __all__ = [
@@ -125,7 +126,8 @@ class SchemaIndex:
         hint = suggestion_hint(suggestions)
         raise ToolError(
             "unknown_manager",
-            f"Unknown manager '{clip(name)}'.{hint} Use search_managers to find the right one.",
+            f"Unknown manager '{clip(name)}'.{hint} Use {TOOLS.search_managers.name} to find the "
+            "right one.",
             suggestions=suggestions or None,
         )
 

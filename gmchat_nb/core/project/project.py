@@ -1,4 +1,8 @@
-"""A connected GeneralManager project: its schema index and the tools that run against it."""
+"""A connected GeneralManager project: its schema index and the tools that run against it.
+
+Over 400 lines: the project's one public face (:class:`Project`): every tool and query
+goes through it, with the error texts it shapes for the model.
+"""
 
 from __future__ import annotations
 

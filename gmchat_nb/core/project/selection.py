@@ -37,6 +37,7 @@ from .names import (
     singular,
     suggestion_hint,
 )
+from .tools import TOOLS
 
 __all__ = [
     "NESTED_PAGE_SIZE",
@@ -355,7 +356,7 @@ def _resolve_name(manager: ManagerInfo, name: str, path: str) -> FieldInfo | Rel
         raise ToolError(
             "unknown_field",
             f"Unknown field '{clip(name)}' on {manager.name}{where}.{hint} "
-            f"Call get_manager_schema('{manager.name}') for its fields and relations.",
+            f"Call {TOOLS.get_manager_schema.name}('{manager.name}') for its fields and relations.",
             suggestions=suggestions or None,
         )
     return found

@@ -1,22 +1,32 @@
-"""The chat tools: their definitions (what a model is offered) and their dispatch.
+"""The chat tools: their one declaration each (:data:`TOOLS`), their definitions (what a model is
+offered) and their dispatch.
 
 They are the project's API — ``Project.call_tool`` and ``Project.tool_definitions`` are these —
 so they live in the project package, below the loop that calls them.
 
-Tool names and argument names are the contract of spec/chat-api-reference.txt ("Chat tools").
+Each tool is declared once, here, as a :class:`Tool`: its name, description, argument schema,
+whether it reads or writes, the evidence it yields and its lines in the system prompt. Everything
+else that needs a tool's name or facts (the prompt, the planned executors, the offline and
+constrained providers, the sessions, the eval oracle) reads them from :data:`TOOLS`
+(``TOOLS.find_path.name``); tests/test_architecture.py holds every other module to that.
+
+Tool names and argument names are GeneralManager 0.87's chat API ("Chat tools").
 Dispatch never raises: a bad argument, an unknown manager, a GraphQL error or a bug in a tool
 comes back to the model as ``{"status": "error", "code": ..., "message": ...}``, which it can read
 and correct.
+
+Over 400 lines: the tools' single declaration (:data:`TOOLS`) and their dispatch belong
+together: the registry is what dispatch checks arguments against.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ToolError
 from .names import MAX_NAME_LENGTH, clip, did_you_mean, suggestion_hint
@@ -26,6 +36,11 @@ if TYPE_CHECKING:  # Project imports this module: the names are for annotations 
 
 __all__ = [
     "DISCOVERY_TOOLS",
+    "TOOLS",
+    "Tool",
+    "ToolAccess",
+    "ToolEvidence",
+    "ToolRegistry",
     "ToolRun",
     "discovery_tool_definitions",
     "dispatch",
@@ -36,8 +51,42 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DISCOVERY_TOOLS = ("search_managers", "get_manager_schema", "find_path", "query", "mutate")
-DIRECT_PREFIX = "query_"
+ToolAccess = Literal["read", "write"]
+ToolEvidence = Literal["schema", "path", "query"]
+"""The kind of evidence record a tool's successful call becomes in a planned turn
+(``task_1:path:1``); the same words name the plan's requirements it satisfies."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One chat tool, declared once: everything the package knows of it without running it."""
+
+    name: str
+    """What a model calls it."""
+    description: str
+    """Its description in the tool definitions sent to providers."""
+    parameters: Mapping[str, Any] = field(compare=False, repr=False)
+    """The JSON schema of its arguments (shared and never changed: :meth:`definition` copies)."""
+    access: ToolAccess
+    """``read``, or ``write`` for a tool that changes data (the loop runs it alone)."""
+    evidence: ToolEvidence | None
+    """What a successful call becomes in a planned turn; ``None``: never evidence."""
+    prompt_lines: tuple[str, ...]
+    """What the system prompt's rules say of it (:mod:`gmchat_nb.core.prompt` lays them out)."""
+
+    @property
+    def reads(self) -> bool:
+        """Whether it only reads."""
+        return self.access == "read"
+
+    def definition(self) -> dict[str, Any]:
+        """``{name, description, input_schema}`` (a fresh copy of the schema)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(copy.deepcopy(self.parameters)),
+        }
+
 
 _FIELD_SELECTION: dict[str, Any] = {
     "oneOf": [
@@ -91,50 +140,6 @@ _QUERY_PROPERTIES: dict[str, Any] = {
     "arguments": {"type": "object", "description": "Native root arguments (advanced)."},
 }
 
-_DESCRIPTIONS = {
-    "search_managers": "Find the data types (managers) that match some words, best first. Use it "
-    "when you do not know which manager holds the data.",
-    "get_manager_schema": "Show one manager's fields, relations, filters with their lookups, "
-    "order fields and mutations, with an example query. Read it before querying.",
-    "find_path": "The relation path from one manager to another, as GraphQL selection names, with "
-    "a fields example that walks it.",
-    "query": "Read rows of one manager: filters, fields (relations nested), order_by, limit and "
-    "offset. Returns data, total_count, has_more and complete (true only when data is the whole "
-    "result).",
-    "mutate": "Run one allow-listed mutation (create/update/delete) with its input. Only when the "
-    "user clearly asked for a change; never together with another tool call.",
-}
-
-
-@functools.cache
-def _schemas() -> dict[str, dict[str, Any]]:
-    """The input schemas (built once; callers outside this module get copies)."""
-    return {
-        "search_managers": _object(
-            {
-                "query": {"type": "string", "description": "Words describing the data."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-            },
-            ["query"],
-        ),
-        "get_manager_schema": _object({"manager": {"type": "string"}}, ["manager"]),
-        "find_path": _object(
-            {"from_manager": {"type": "string"}, "to_manager": {"type": "string"}},
-            ["from_manager", "to_manager"],
-        ),
-        "query": {
-            **_object(_QUERY_PROPERTIES, ["manager", "fields"]),
-            "$defs": {"fieldSelection": _FIELD_SELECTION},
-        },
-        "mutate": _object(
-            {
-                "mutation": {"type": "string", "description": "The GraphQL mutation name."},
-                "input": {"type": "object", "description": "Its arguments."},
-            },
-            ["mutation", "input"],
-        ),
-    }
-
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
@@ -145,13 +150,125 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ToolRegistry:
+    """The chat tools, one attribute per tool (named as the tool), in the order they are offered."""
+
+    search_managers: Tool
+    get_manager_schema: Tool
+    find_path: Tool
+    query: Tool
+    mutate: Tool
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            declared = getattr(self, item.name).name
+            if declared != item.name:
+                raise ValueError(f"TOOLS.{item.name} declares the tool {declared!r}")
+
+    def __iter__(self) -> Iterator[Tool]:
+        return (getattr(self, item.name) for item in fields(self))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every tool's name, in order."""
+        return tuple(tool.name for tool in self)
+
+    def get(self, name: object) -> Tool | None:
+        """The tool called ``name``; ``None`` for any other name (a direct ``query_<manager>``
+        tool is not declared here: :func:`tool_definitions` derives them from ``query``)."""
+        return next((tool for tool in self if tool.name == name), None)
+
+
+TOOLS = ToolRegistry(
+    search_managers=Tool(
+        name="search_managers",
+        description="Find the data types (managers) that match some words, best first. Use it "
+        "when you do not know which manager holds the data.",
+        parameters=_object(
+            {
+                "query": {"type": "string", "description": "Words describing the data."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+            },
+            ["query"],
+        ),
+        access="read",
+        evidence="schema",
+        prompt_lines=("Unsure which manager holds the data? search_managers.",),
+    ),
+    get_manager_schema=Tool(
+        name="get_manager_schema",
+        description="Show one manager's fields, relations, filters with their lookups, order "
+        "fields and mutations, with an example query. Read it before querying.",
+        parameters=_object({"manager": {"type": "string"}}, ["manager"]),
+        access="read",
+        evidence="schema",
+        prompt_lines=("Unsure of fields or filters? get_manager_schema.",),
+    ),
+    find_path=Tool(
+        name="find_path",
+        description="The relation path from one manager to another, as GraphQL selection names, "
+        "with a fields example that walks it.",
+        parameters=_object(
+            {"from_manager": {"type": "string"}, "to_manager": {"type": "string"}},
+            ["from_manager", "to_manager"],
+        ),
+        access="read",
+        evidence="path",
+        prompt_lines=(
+            "Questions across managers: find_path, then query the manager whose rows the user "
+            'asked for, filtering through the path (e.g. {"parts__material__name__icontains": '
+            '"steel"}).',
+        ),
+    ),
+    query=Tool(
+        name="query",
+        description="Read rows of one manager: filters, fields (relations nested), order_by, "
+        "limit and offset. Returns data, total_count, has_more and complete (true only when data "
+        "is the whole result).",
+        parameters={
+            **_object(_QUERY_PROPERTIES, ["manager", "fields"]),
+            "$defs": {"fieldSelection": _FIELD_SELECTION},
+        },
+        access="read",
+        evidence="query",
+        prompt_lines=(
+            "After a successful query, answer; do not repeat it with other syntax. Use offset to "
+            "read further pages.",
+        ),
+    ),
+    mutate=Tool(
+        name="mutate",
+        description="Run one allow-listed mutation (create/update/delete) with its input. Only "
+        "when the user clearly asked for a change; never together with another tool call.",
+        parameters=_object(
+            {
+                "mutation": {"type": "string", "description": "The GraphQL mutation name."},
+                "input": {"type": "object", "description": "Its arguments."},
+            },
+            ["mutation", "input"],
+        ),
+        access="write",
+        evidence=None,
+        prompt_lines=(
+            "Only mutate when the user clearly asks to create, change or delete something; "
+            '"what would happen if" is a read.',
+            "Call mutate alone, never with another tool in the same step. The user may have to "
+            "confirm; report what happened.",
+        ),
+    ),
+)
+"""The chat tools, each declared once (``TOOLS.find_path.name``, ``for tool in TOOLS``)."""
+
+DISCOVERY_TOOLS = TOOLS.names
+"""The tools of the ``discovery`` strategy, in the order they are offered."""
+DIRECT_PREFIX = "query_"
+"""``direct`` adds ``query_<manager>`` tools (GeneralManager's spelling)."""
+
+
 def discovery_tool_definitions() -> list[dict[str, Any]]:
     """``[{name, description, input_schema}]`` of the discovery tools (fresh copies)."""
-    schemas = copy.deepcopy(_schemas())
-    return [
-        {"name": name, "description": _DESCRIPTIONS[name], "input_schema": schemas[name]}
-        for name in DISCOVERY_TOOLS
-    ]
+    return [tool.definition() for tool in TOOLS]
 
 
 def tool_definitions(project: Project, strategy: str = "discovery") -> list[dict[str, Any]]:
@@ -165,7 +282,7 @@ def tool_definitions(project: Project, strategy: str = "discovery") -> list[dict
         return tools
     if strategy != "direct":
         raise ValueError(f"tool_strategy must be 'discovery' or 'direct', not {strategy!r}")
-    properties = {k: v for k, v in _QUERY_PROPERTIES.items() if k != "manager"}
+    properties = _direct_properties()
     for manager in project.index.managers.values():
         description = f"Query {manager.name} records directly."
         if manager.description:
@@ -181,6 +298,11 @@ def tool_definitions(project: Project, strategy: str = "discovery") -> list[dict
             }
         )
     return tools
+
+
+def _direct_properties() -> dict[str, Any]:
+    """A direct tool's arguments: the query tool's, but the manager (the tool fixes it)."""
+    return {k: v for k, v in TOOLS.query.parameters["properties"].items() if k != "manager"}
 
 
 def direct_tool_name(manager: str) -> str:
@@ -242,29 +364,26 @@ async def _dispatch(project: Project, name: str, args: Any) -> ToolRun:
         raise ToolError(
             "invalid_arguments", f"The arguments of {clip(name)} must be a JSON object."
         )
-    schemas = _schemas()
+    tool = TOOLS.get(name)
     if len(name) > MAX_NAME_LENGTH:
         raise _unknown_tool(project, name)
-    if name.startswith(DIRECT_PREFIX) and name not in schemas:
+    if name.startswith(DIRECT_PREFIX) and tool is None:
         manager = project.index.find(name[len(DIRECT_PREFIX) :])
         if manager is None or direct_tool_name(manager.name) != name:
             raise _unknown_tool(project, name)
-        _check_arguments(
-            name, args, {k: v for k, v in _QUERY_PROPERTIES.items() if k != "manager"}, ["fields"]
-        )
+        _check_arguments(name, args, _direct_properties(), ["fields"])
         outcome = await project.query(**{**args, "manager": manager.name})
         return ToolRun(outcome.to_result(), outcome)
-    schema = schemas.get(name)
-    if schema is None:
+    if tool is None:
         raise _unknown_tool(project, name)
-    _check_arguments(name, args, schema["properties"], schema["required"])
-    if name == "search_managers":
+    _check_arguments(name, args, tool.parameters["properties"], tool.parameters["required"])
+    if tool is TOOLS.search_managers:
         return ToolRun(project.search_managers(args["query"], args.get("limit", 10)))
-    if name == "get_manager_schema":
+    if tool is TOOLS.get_manager_schema:
         return ToolRun(project.get_manager_schema(args["manager"]))
-    if name == "find_path":
+    if tool is TOOLS.find_path:
         return ToolRun(project.find_path(args["from_manager"], args["to_manager"]))
-    if name == "query":
+    if tool is TOOLS.query:
         outcome = await project.query(**args)
         return ToolRun(outcome.to_result(), outcome)
     return ToolRun(await project.mutate(args["mutation"], args["input"]))
@@ -318,5 +437,7 @@ def _unknown_tool(project: Project, name: object) -> ToolError:
 
 
 def is_read_tool(name: str) -> bool:
-    """Every tool but ``mutate`` only reads."""
-    return name != "mutate"
+    """Whether a call of ``name`` only reads: every tool but those declared ``write`` (``mutate``);
+    a direct ``query_<manager>`` tool or an unknown name changes nothing either."""
+    tool = TOOLS.get(name)
+    return tool is None or tool.reads

@@ -19,6 +19,9 @@ itself, as the planned executors' slots do:
 Every call still goes through the loop's guards and the project's validation. A request without
 the read tools (a planned synthesizer's, a summary) and every structured request pass straight to
 the wrapped provider. The mode reads only: it never calls ``mutate``.
+
+Over 400 lines: small-model mode is one provider whose step schemas and engine answers
+share the turn it walks through.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
+from ..project.tools import TOOLS
 from .base import (
     BaseLLMProvider,
     DoneEvent,
@@ -43,7 +47,7 @@ from .base import (
 
 __all__ = ["ConstrainedProvider", "query_slot_schema"]
 
-NEEDED_TOOLS = ("search_managers", "get_manager_schema", "query")
+NEEDED_TOOLS = (TOOLS.search_managers.name, TOOLS.get_manager_schema.name, TOOLS.query.name)
 PROBE = "constrained_probe_"  # the id prefix of the one-row query that shows measurement units
 MAX_CANDIDATES = 6
 MAX_RELATED = 4
@@ -200,7 +204,7 @@ class _Turn:
 
     def schemas(self) -> dict[str, dict[str, Any]]:
         found = {}
-        for result in self.results.get("get_manager_schema", []):
+        for result in self.results.get(TOOLS.get_manager_schema.name, []):
             if isinstance(result, dict) and isinstance(result.get("manager"), str):
                 found[result["manager"]] = result
         return found
@@ -240,17 +244,17 @@ class ConstrainedProvider(WrappingProvider):
         turn = _Turn(messages)
         usage = TokenUsage()
         step = 0
-        if "search_managers" not in turn.results:
-            yield self._call(turn, step, "search_managers", {"query": turn.question[:200]})
+        if TOOLS.search_managers.name not in turn.results:
+            yield self._call(turn, step, TOOLS.search_managers.name, {"query": turn.question[:200]})
             yield DoneEvent(usage, "tool_calls")
             return
         schemas = turn.schemas()
-        if not schemas and "get_manager_schema" in turn.results:
-            yield TextChunkEvent(_engine_answer(turn.results["get_manager_schema"][-1]))
+        if not schemas and TOOLS.get_manager_schema.name in turn.results:
+            yield TextChunkEvent(_engine_answer(turn.results[TOOLS.get_manager_schema.name][-1]))
             yield DoneEvent(usage, "stop")
             return
         if not schemas:
-            candidates = _candidates(turn.results["search_managers"][-1])
+            candidates = _candidates(turn.results[TOOLS.search_managers.name][-1])
             if not candidates:
                 yield TextChunkEvent(
                     "I found no data type in this project that matches the question."
@@ -258,24 +262,24 @@ class ConstrainedProvider(WrappingProvider):
                 yield DoneEvent(usage, "stop")
                 return
             manager, usage = await self._pick_manager(turn.question, candidates)
-            yield self._call(turn, step, "get_manager_schema", {"manager": manager})
+            yield self._call(turn, step, TOOLS.get_manager_schema.name, {"manager": manager})
             yield DoneEvent(usage, "tool_calls")
             return
         chosen = next(iter(schemas.values()))
         missing = [t for t in _relation_targets(chosen) if t not in schemas][:MAX_RELATED]
         measured = measurement_fields(chosen)
-        if (missing or measured) and len(turn.results["get_manager_schema"]) == 1:
+        if (missing or measured) and len(turn.results[TOOLS.get_manager_schema.name]) == 1:
             for step, target in enumerate(missing):
-                yield self._call(turn, step, "get_manager_schema", {"manager": target})
+                yield self._call(turn, step, TOOLS.get_manager_schema.name, {"manager": target})
             if measured:
                 probe = {"manager": chosen["manager"], "fields": measured, "limit": 1}
-                yield ToolCallEvent(f"{PROBE}{turn.calls + 1}", "query", probe)
+                yield ToolCallEvent(f"{PROBE}{turn.calls + 1}", TOOLS.query.name, probe)
             yield DoneEvent(usage, "tool_calls")
             return
-        if "query" not in turn.results:
+        if TOOLS.query.name not in turn.results:
             related = {name: schema for name, schema in schemas.items() if schema is not chosen}
             args, usage = await self._fill_query(turn.question, chosen, related, turn.units())
-            yield self._call(turn, step, "query", args)
+            yield self._call(turn, step, TOOLS.query.name, args)
             yield DoneEvent(usage, "tool_calls")
             return
         async for event in self._answer(turn):
@@ -331,7 +335,7 @@ class ConstrainedProvider(WrappingProvider):
             ),
         ]
         self.model_requests += 1
-        reply = await self.inner.complete_structured(prompt, slot, name="query")
+        reply = await self.inner.complete_structured(prompt, slot, name=TOOLS.query.name)
         chosen = [f for f in reply.value.get("fields") or () if f in fields]
         args: dict[str, Any] = {
             "manager": manager,
@@ -343,7 +347,7 @@ class ConstrainedProvider(WrappingProvider):
         return args, reply.usage
 
     async def _answer(self, turn: _Turn) -> AsyncIterator[ProviderEvent]:
-        result = turn.results["query"][-1]
+        result = turn.results[TOOLS.query.name][-1]
         if not isinstance(result, dict) or "data" not in result:
             yield TextChunkEvent(_engine_answer(result))
             yield DoneEvent(TokenUsage(), "stop")

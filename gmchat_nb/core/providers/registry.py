@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..dotted import DottedPathError, resolve_dotted
 from .base import BaseLLMProvider, MissingExtraError
 
 __all__ = [
@@ -121,11 +122,10 @@ def _create(spec: Any, config: dict[str, Any]) -> BaseLLMProvider:
             raise ProviderSpecError(f"the {kind} adapter is not available: {error}") from None
         return _from_class(getattr(module, class_name), config, spec)
     if "." in spec and not rest:
-        module_name, _, attribute = spec.rpartition(".")
         try:
-            cls = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as error:
-            raise ProviderSpecError(f"cannot import the provider {spec!r}: {error}") from None
+            cls = resolve_dotted(spec, key="provider", want_callable=False)
+        except DottedPathError as error:
+            raise ProviderSpecError(str(error)) from None
         return _from_class(cls, config, spec)
     raise ProviderSpecError(f"unknown provider {spec!r}; use {FORMS}")
 

@@ -19,13 +19,25 @@ plain functions and small classes that take what they use:
   a persisted one was decided;
 * :mod:`.context` -- the bounded context of a turn: system prompt, summary, recent window;
 * :mod:`.offer` -- the tools and system prompt offered to the model, built once and shared;
-* :mod:`.messages` -- a user's text checked, the title it gives, a message as a store row.
+* :mod:`.messages` -- a user's text checked, the title it gives, a message as a store row;
+* :mod:`.compose` -- the one place a session and its parts (project, provider, store) are built
+  from the settings: every surface opens its sessions through it.
 """
 
 from __future__ import annotations
 
 from .actor import Actor
 from .chat_session import ChatSession
+from .compose import build_provider, connect_project, open_session, open_store
 from .hooks import HOOK_NAMES, Hooks
 
-__all__ = ["HOOK_NAMES", "Actor", "ChatSession", "Hooks"]
+__all__ = [
+    "HOOK_NAMES",
+    "Actor",
+    "ChatSession",
+    "Hooks",
+    "build_provider",
+    "connect_project",
+    "open_session",
+    "open_store",
+]

@@ -2,19 +2,15 @@
 extension drive.
 
 A session owns one conversation of one actor in the store, admits turns through the store's
-:class:`~gmchat_nb.core.turns.TurnOwner` (against the actor's budgets), numbers every event and
-journals it with a :class:`~gmchat_nb.core.turns.TurnWriter`, runs the
-:class:`~gmchat_nb.core.loop.ToolLoop` (serving it as its :class:`~gmchat_nb.core.loop.TurnIO`)
-and ends every turn with exactly one terminal event. Confirmations are persisted and claimed
-atomically, so a mutation can run at most once however many processes or requests try to confirm
-it.
+:class:`~gmchat_nb.core.turns.TurnOwner` (against the actor's budgets) and runs them. Driving a
+turn — numbering every event, journaling it with a :class:`~gmchat_nb.core.turns.TurnWriter` and
+ending the turn with exactly one terminal event — is :mod:`.driving`'s; what the session serves
+the engines meanwhile (writes at each step, budgets, cancels, audit, confirmations claimed
+atomically, so a mutation runs at most once however many processes try) is :mod:`.turn_io`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,61 +18,42 @@ from collections.abc import AsyncIterator, Callable
 from ..audit import AuditLog
 from ..events import (
     ChatEvent,
-    ConfirmMutation,
-    Done,
     Error,
-    TextChunk,
     error_event,
     event_from_dict,
 )
 from ..loop import Decision, Transport, TurnState
 from ..planned.catalog import load_catalog
-from ..project.mutations import PreparedMutation
 from ..project.project import Project, QueryOutcome
-from ..project.tools import ToolRun
-from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent, ToolDefinition
+from ..providers.base import BaseLLMProvider, ToolDefinition
 from ..ratelimit import RateLimiter
 from ..settings import ChatSettings
 from ..store import (
     Admission,
     ChatStore,
-    ConfirmationRecord,
     StoredMessage,
     TurnBusy,
     TurnLost,
     TurnRecord,
     TurnStart,
 )
-from ..turns import STEP_RETRY_SECONDS, TRANSIENT, TurnOwner, TurnWriter
+from ..turns import TurnOwner, TurnWriter
 from .actor import Actor
 from .confirmations import (
     UNAVAILABLE,
     ConfirmationWaiter,
-    expire,
-    pending_record,
-    resumed_turn,
-    settle,
 )
-from .context import bounded_context
-from .ending import end_turn, end_turn_eventually, interrupt_turn
-from .engines import planned_turn, tool_loop
+from .driving import TurnDriving
 from .hooks import Hooks
-from .messages import conversation_title, message_row, text_refusal
+from .messages import conversation_title, text_refusal
 from .offer import tools_and_prompt
 
 __all__ = ["ChatSession"]
 
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
 
-TAKEN_OVER = "This request went on in another server after this one lost contact with the store."
 
-
-class TurnCancelled(Exception):
-    """An admitted turn's explicit cancel, found in the store between two steps (its command
-    id is the message)."""
-
-
-class ChatSession:
+class ChatSession(TurnDriving):
     """One conversation of one actor over one project and provider."""
 
     def __init__(
@@ -327,273 +304,6 @@ class ChatSession:
                 yield event
         finally:
             self._busy = False
-
-    # -- TurnIO --------------------------------------------------------------------------------
-
-    async def persist(self, message: Message, state: TurnState) -> None:
-        """Queue one message of the turn; it is written with the next flush."""
-        self._current().message(message_row(message))
-
-    async def checkpoint(self) -> None:
-        """Write what the turn has so far now (before and after a data change), waiting up to
-        :data:`STEP_RETRY_SECONDS` for a store that is away."""
-        writer = self._current()
-        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
-
-    async def check_rate(self) -> Error | None:
-        """Before each provider round: write what the turn has so far (as :meth:`checkpoint`),
-        stop if the turn was cancelled (by any process: the command is in the store) or taken
-        over, then check budgets."""
-        writer = self._current()
-        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
-        if self._admitted and self.conversation_id is not None:
-            record = self.store.turn(self.conversation_id, writer.turn_id)
-            if record is not None and record.cancel_command is not None:
-                raise TurnCancelled(record.cancel_command)
-            if record is not None and record.owner != self.turns.owner:
-                writer.lost = True
-                raise TurnLost(f"turn {writer.turn_id} was taken over by another process")
-        decision = self.limiter.check_tokens(self.actor.id)
-        if decision.allowed:
-            return None
-        return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
-
-    def record_usage(self, usage: TokenUsage) -> None:
-        """Count tokens against the actor's budgets (with the turn's next write)."""
-        if self._writer is not None:
-            self._writer.usage(self.limiter.amounts(usage))
-        else:
-            self.limiter.record_usage(self.actor.id, usage)
-
-    def _current(self) -> TurnWriter:  # the writer of the turn being driven
-        if self._writer is None:
-            raise RuntimeError("no turn is being driven")
-        return self._writer
-
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
-        """Audit and hooks for one tool call."""
-        session_key = self.conversation_id
-        self.audit.emit(
-            "tool_call", {"tool_name": call.name, "args": call.args, "session_key": session_key}
-        )
-        self.audit.emit(
-            "tool_result",
-            {
-                "tool_name": call.name,
-                "args": call.args,
-                "result": run.result,
-                "session_key": session_key,
-            },
-        )
-        self.hooks.fire(
-            "tool_called", actor=self.actor, tool_name=call.name, args=call.args, result=run.result
-        )
-        if call.name == "mutate" and self.conversation_id is not None:
-            settle(self.store, self.conversation_id, call.id, run, now=self.clock())
-            self.hooks.fire(
-                "mutation_executed",
-                actor=self.actor,
-                mutation=call.args.get("mutation"),
-                input=call.args.get("input"),
-                result=run.result,
-            )
-
-    def provider_failed(self, error: BaseException) -> None:
-        """Provider details stay server-side: the log and the error hook."""
-        reason = str(error) or "no message"
-        log.warning(
-            "provider %s failed: %s: %s",
-            self.provider.__class__.__name__,
-            type(error).__name__,
-            reason,
-        )
-        self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "provider"})
-
-    async def open_confirmation(
-        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
-    ) -> ConfirmationWaiter:
-        """Persist the pending confirmation; the returned waiter resolves it."""
-        assert self.conversation_id is not None
-        timeout = float(self.settings.confirm_timeout_seconds)
-        self.store.add_confirmation(
-            pending_record(
-                self.conversation_id,
-                self.actor.id,
-                call,
-                prepared,
-                state,
-                now=self.clock(),
-                timeout=timeout,
-            )
-        )
-        waiter = ConfirmationWaiter(
-            call.id, timeout, claim=self._claim, expire=self._expire, waiting=self._waiters
-        )
-        if wait:
-            self._waiters[call.id] = waiter
-        return waiter
-
-    # -- internals -----------------------------------------------------------------------------
-
-    async def _drive(
-        self,
-        state: TurnState,
-        transport: Transport,
-        resumed: tuple[ConfirmationRecord, Decision] | None,
-        continued: TurnRecord | None = None,
-    ) -> AsyncIterator[ChatEvent]:
-        """Run (or resume, or continue) the loop, numbering, journaling and auditing every
-        event.
-
-        Every turn ends with exactly one terminal event (``done`` or ``error``), and that event is
-        yielded only after it and everything before it are written, so what a client saw last is
-        always in the store. A store that cannot take a write ends the turn with ``chat_error``,
-        written as soon as the store can take it (:mod:`.ending`); a turn cancelled from outside
-        (a client that went away) is closed as interrupted.
-        """
-        assert self.conversation_id is not None
-        conversation_id = self.conversation_id
-        writer = self.turns.writer(conversation_id, state.turn_id, self.actor.id)
-        self._writer, self.turn_id = writer, state.turn_id
-        self.positions = writer.positions
-        # A resumed or continued turn goes on numbering where its journal stopped; a continued
-        # one tells readers which of its events the crash cut off (``continues_after``).
-        sequence = (
-            self.store.last_sequence(conversation_id, state.turn_id) if resumed or continued else 0
-        )
-        covered = continued.committed_sequence if continued is not None else None
-        cut_off = covered if covered is not None and covered < sequence else None
-        self.outcomes = {}  # this turn's query evidence, by tool call id
-        answer: list[str] = []
-        loop = tool_loop(
-            self.project,
-            self.provider,
-            self._tools,
-            self.settings,
-            self._mutations,
-            self,
-            self.actor,
-            transport,
-            self.outcomes,
-        )
-        ended = ending = False
-        handed_over = False
-        try:
-            messages = await bounded_context(
-                self.store,
-                self.provider,
-                self,
-                conversation_id,
-                state,
-                system_prompt=self._system_prompt,
-                summarize_after=self.settings.summarize_after,
-                max_recent=self.settings.max_recent_messages,
-                pending_tail=resumed is not None,
-            )
-            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
-            if self._catalog is not None and resumed is None:
-                planned = planned_turn(
-                    self.project,
-                    self.provider,
-                    self.settings,
-                    self._catalog,
-                    self,
-                    state,
-                    self.outcomes,
-                    built=self._role_providers,
-                    on_usage=self.record_usage,
-                    check_rate=self.check_rate,
-                    audit=self.audit,
-                )
-                events = planned.events(messages, lambda: loop.run(messages, state))
-            if resumed is not None:
-                events = resumed_turn(loop, messages, state, *resumed)
-            async for event in events:
-                sequence += 1
-                numbered = event.numbered(sequence)
-                if cut_off is not None:
-                    numbered = dataclasses.replace(numbered, continues_after=cut_off)
-                    cut_off = None
-                if isinstance(event, TextChunk):
-                    answer.append(event.content)
-                if isinstance(numbered, Done | Error):
-                    ending = True  # written before anyone sees it:
-                    end = functools.partial(end_turn, writer, numbered)
-                    await writer.write_eventually(end, within=STEP_RETRY_SECONDS)
-                    ended = True
-                else:
-                    writer.event(sequence, numbered.to_dict())
-                if isinstance(event, ConfirmMutation):
-                    # A confirm request may resume the turn in another process.
-                    suspended = transport == "sse"
-                    writer.flush("suspended" if suspended else None)
-                    ended = suspended
-                yield numbered
-        except TurnCancelled as cancelled:
-            # an explicit cancel, seen between steps: closed like an interrupted turn, and
-            # its terminal event told to whoever reads this stream
-            interrupt_turn(self.turns, writer, f"it was cancelled (command {cancelled})")
-            handed_over = True
-            closing = self.store.events(conversation_id, turn_id=state.turn_id)
-            if closing and closing[-1].get("type") == "error":
-                yield event_from_dict(closing[-1])
-        except TurnLost:
-            # another process took the turn over (this one's lease had lapsed): its end is
-            # theirs to write; the client here is told the turn went on elsewhere
-            log.warning("chat turn %s was taken over by another process", state.turn_id)
-            ended = True
-            yield error_event("interrupted", message=TAKEN_OVER).numbered(sequence + 1)
-        except Exception as error:  # a bug or a failed write: the generic public event
-            if ended:
-                raise  # the turn already ended; this failure is the caller's to see
-            if isinstance(error, TRANSIENT):
-                log.warning("chat turn %s: its store failed (%s)", state.turn_id, error)
-            else:
-                log.exception("chat turn failed")
-            self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
-            # the failure takes the place of an end that could not be written
-            failure = error_event("chat_error").numbered(sequence if ending else sequence + 1)
-            ended = handed_over = True
-            end_turn_eventually(self.turns, writer, failure)
-            yield failure
-        except (asyncio.CancelledError, GeneratorExit):
-            if not ended:
-                interrupt_turn(
-                    self.turns, writer, "the client went away or the request was cancelled"
-                )
-                handed_over = True
-            raise
-        finally:
-            self._writer = None
-            if not handed_over:
-                writer.close()
-        if answer:
-            self.audit.emit(
-                "assistant_message",
-                {"message": "".join(answer), "session_key": self.conversation_id},
-            )
-
-    def _claimed(self, confirmation_id: str) -> ConfirmationRecord | None:
-        """The confirmation, claimed by this actor with its turn running here (None: taken)."""
-        if self.conversation_id is None:
-            return None
-        return self.store.claim_confirmation(
-            self.conversation_id,
-            confirmation_id,
-            self.actor.id,
-            now=self.clock(),
-            owner=self.turns.owner,
-            lease_until=self.turns.lease_until(),
-        )
-
-    def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
-        if self._claimed(confirmation_id) is None:
-            return "unavailable"
-        return "confirmed" if confirmed else "rejected"
-
-    def _expire(self, confirmation_id: str) -> None:
-        assert self.conversation_id is not None
-        expire(self.store, self.conversation_id, confirmation_id, now=self.clock())
 
 
 async def _single(event: ChatEvent) -> AsyncIterator[ChatEvent]:

@@ -11,7 +11,7 @@ from ..events import ChatEvent
 from ..loop import Decision, ToolLoop, TurnState
 from ..project.errors import ToolError
 from ..project.mutations import PreparedMutation
-from ..project.tools import ToolRun
+from ..project.tools import TOOLS, ToolRun
 from ..providers.base import Message, ToolCallEvent
 from ..store import ChatStore, ConfirmationRecord
 
@@ -77,7 +77,7 @@ async def resumed_turn(
     (or refused as a tool result when it can no longer be prepared), then the loop goes on."""
     call_data = record.turn_state.get("call", {})
     call = ToolCallEvent(
-        str(call_data.get("id", record.id)), "mutate", dict(call_data.get("args", {}))
+        str(call_data.get("id", record.id)), TOOLS.mutate.name, dict(call_data.get("args", {}))
     )
     try:
         prepared = loop.prepare(call.args)

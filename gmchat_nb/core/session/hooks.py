@@ -3,11 +3,11 @@ never able to break a turn."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..dotted import resolve_dotted
 from ..settings import HOOK_EVENTS
 
 __all__ = ["HOOK_NAMES", "Hooks"]
@@ -31,8 +31,7 @@ class Hooks:
         if name not in self._hooks:
             raise ValueError(f"unknown hook {name!r}; hooks: {', '.join(HOOK_NAMES)}")
         if isinstance(hook, str):
-            module, _, attribute = hook.rpartition(".")
-            hook = getattr(importlib.import_module(module), attribute)
+            hook = resolve_dotted(hook, key=f"hooks.{name}")
         if not callable(hook):
             raise ValueError(f"hook {name!r} is not callable")
         self._hooks[name].append(hook)

@@ -7,6 +7,7 @@ import weakref
 from typing import Any
 
 from ..project.project import Project
+from ..project.tools import TOOLS
 from ..prompt import build_system_prompt
 from ..providers.base import ToolDefinition
 from ..settings import ChatSettings
@@ -32,7 +33,7 @@ def tools_and_prompt(
         tools = tuple(
             ToolDefinition.from_dict(tool)
             for tool in project.tool_definitions(settings.tool_strategy)
-            if tool["name"] != "mutate" or mutations
+            if tool["name"] != TOOLS.mutate.name or mutations
         )
         prompt = build_system_prompt(
             project.index, developer_instructions=settings.system_prompt, mutations=mutations

@@ -174,7 +174,7 @@ class ChatSettings:
     """Validated, effectively immutable chat settings.
 
     The keys, their meaning and their defaults are GeneralManager 0.87.1's ``CHAT`` settings
-    (spec/chat-api-reference.txt, "Settings"), except:
+    (its chat API reference, "Settings"), except:
 
     * ``url`` defaults to ``"gmchat/chat/"``: the routes live under Jupyter's ``base_url``
       rather than at a Django root, so the path is relative (slashes are normalised to

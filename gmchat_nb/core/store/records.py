@@ -105,6 +105,19 @@ class JournalEntry:
     turn_id: str
     payload: dict[str, Any]
 
+    def frame(self) -> dict[str, Any]:
+        """The event as a reader of the journal gets it (``GET events``, the WebSocket after a
+        cursor, ``Chat.events``): its JSON with ``position``, its place in the conversation's
+        journal, and its ``turn_id``. ``sequence`` carries the same position there, as the
+        durable contract names its cursor; on a live stream ``sequence`` numbers the events of
+        one turn instead."""
+        return {
+            **self.payload,
+            "sequence": self.position,
+            "position": self.position,
+            "turn_id": self.turn_id,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ConfirmationRecord:

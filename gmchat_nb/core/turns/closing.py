@@ -2,7 +2,7 @@
 
 A process can die mid-turn (kill -9, out of memory, a power cut, a culled hub server) and a
 client can go away; either way the turn must not stay open for ever with a question and no
-answer. Closing a turn (as ``spec/durable-tool-interaction.txt`` does):
+answer. Closing a turn (as durable tool-interaction designs do, never retrying an unknown outcome):
 
 * every tool call without a result gets one: a read is reported as interrupted (it may simply be
   asked again); a mutation whose confirmation was never claimed did not run and says so; a
@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from ..events import ChatEvent, ToolCall, ToolResult, error_event
 from ..project.idempotency import mutation_key
+from ..project.tools import TOOLS
 from ..store import ChatStore, ConfirmationRecord, StoredMessage, TurnRecord
 
 __all__ = ["SERVER_STOPPED", "close_turn", "resumable", "undecidable"]
@@ -43,11 +44,11 @@ def resumable(store: ChatStore, turn: TurnRecord) -> bool:
         return False
     for event in store.events(turn.conversation_id, turn_id=turn.id):
         if event.get("type") == "confirm_mutation" or (
-            event.get("type") == "tool_call" and event.get("name") == "mutate"
+            event.get("type") == "tool_call" and event.get("name") == TOOLS.mutate.name
         ):
             return False
     return not any(
-        call.get("name") == "mutate" for message in _messages_of(store, turn)
+        call.get("name") == TOOLS.mutate.name for message in _messages_of(store, turn)
         for call in message.tool_calls
     )  # fmt: skip
 
@@ -151,7 +152,7 @@ def _settle(
 ) -> tuple[dict[str, Any], str | None]:
     """The result an unfinished call gets, and the final state of its confirmation (if any)."""
     name = str(call.get("name"))
-    if name != "mutate":
+    if name != TOOLS.mutate.name:
         return {
             "status": "error",
             "code": "interrupted",

@@ -25,6 +25,10 @@ checkpoint log), its take-over rule depends on what its journal says (reads run 
 never do), and it must run inside Jupyter's and the kernel's own event loops on SQLite or
 PostgreSQL. One conditional write per decision and a lease column cost nothing extra; a
 workflow engine would add its own tables, executor and event loop around the same journal.
+
+Over 400 lines: admission, leases, take-over, closing, cancel, hand-over and following
+all decide by one registry of held turns and their leases; what does not need it is in
+``closing.py``, ``writer.py`` and ``identity.py``.
 """
 
 from __future__ import annotations

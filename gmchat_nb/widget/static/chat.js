@@ -2004,6 +2004,34 @@ function graphqlText(row) {
  * A turn
  * ========================================================================================== */
 
+// How a turn's view shows each event type of core/events.py (tests/test_architecture.py checks
+// that every public type has one here).
+const EVENT_RENDERERS = {
+  text_chunk(turn, event) {
+    turn.answerText += String(event.content ?? "");
+    turn.chat.markDirty(turn);
+  },
+  tool_call(turn, event) {
+    turn.toolCard(event);
+  },
+  tool_result(turn, event) {
+    const card = turn.tools.get(String(event.id)) || turn.toolCard({ id: event.id, name: event.name, args: {} });
+    card.finish(event);
+    const box = turn.confirms.get(String(event.id));
+    if (box) box.resolved(event.result);
+  },
+  confirm_mutation(turn, event) {
+    turn.confirmBox(event);
+  },
+  done(turn, event) {
+    turn.setUsage(event.usage);
+    turn.setOrchestration(event.orchestration);
+  },
+  error(turn, event) {
+    turn.showError(event);
+  },
+};
+
 /** One question and everything that answers it. */
 class TurnView {
   /**
@@ -2085,34 +2113,10 @@ class TurnView {
   }
 
   applyEvent(event) {
-    switch (event.type) {
-      case "text_chunk":
-        this.answerText += String(event.content ?? "");
-        this.chat.markDirty(this);
-        break;
-      case "tool_call":
-        this.toolCard(event);
-        break;
-      case "tool_result": {
-        const card = this.tools.get(String(event.id)) || this.toolCard({ id: event.id, name: event.name, args: {} });
-        card.finish(event);
-        const box = this.confirms.get(String(event.id));
-        if (box) box.resolved(event.result);
-        break;
-      }
-      case "confirm_mutation":
-        this.confirmBox(event);
-        break;
-      case "done":
-        this.setUsage(event.usage);
-        this.setOrchestration(event.orchestration);
-        break;
-      case "error":
-        this.showError(event);
-        break;
-      default:
-        break;
-    }
+    // One renderer per public event type (EVENT_RENDERERS); a type this view does not know is
+    // skipped, as the event contract asks of older clients.
+    if (!Object.hasOwn(EVENT_RENDERERS, event.type)) return;
+    EVENT_RENDERERS[event.type](this, event);
   }
 
   toolCard(call) {

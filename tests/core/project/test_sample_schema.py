@@ -1,4 +1,4 @@
-"""The compiler on the schema a real GeneralManager 0.87.1 server generates (spec/, by introspection).
+"""The compiler on the schema a real GeneralManager 0.87.1 server generates (tests/fixtures/, by introspection).
 
 The SDL has no resolvers, so nothing executes: every test builds the index, compiles a query or a
 mutation, and the compiler validates the document against this schema with graphql-core.

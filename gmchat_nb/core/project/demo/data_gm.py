@@ -1,7 +1,7 @@
 """GeneralManager 0.87's eval fixtures, with the conventions a real GeneralManager server has.
 
 GM's own ``toy`` fixture is a hand-built schema without ids, page wrappers or nested filters, and
-its ``large`` fixture 150 synthetic managers (``generalmanager-0.87-behaviour.md`` §6.3). These
+its ``large`` fixture 150 synthetic managers (``general_manager/chat/evals/fixtures.py``). These
 specs hold the same managers and rows, so GM's eval datasets for those fixtures run here as they
 are (``python -m gmchat_nb.evals --fixture toy``), but served the way GeneralManager generates a
 schema: ``materialList(page, pageSize, filter, exclude, orderBy)``, ids, nested relation filters.

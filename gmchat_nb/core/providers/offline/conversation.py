@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...project.tools import TOOLS
 from ..base import Message
 
 __all__ = ["Call", "Turn", "is_probe", "read_turn"]
@@ -74,7 +75,7 @@ def read_turn(messages: Sequence[Message]) -> Turn | None:
     previous: tuple[str, dict[str, Any]] | None = None
     for message in messages[:last_user]:
         for call in message.tool_calls if message.role == "assistant" else ():
-            if call.name == "query" and not is_probe(call.args):
+            if call.name == TOOLS.query.name and not is_probe(call.args):
                 filters = call.args.get("filters")
                 previous = (
                     str(call.args.get("manager", "")),
@@ -96,12 +97,14 @@ def is_probe(args: Mapping[str, Any]) -> bool:
 
 def _round_kind(calls: Sequence[Call]) -> str:
     names = {call.name for call in calls}
-    if "search_managers" in names:
+    if TOOLS.search_managers.name in names:
         return "search"
-    if "get_manager_schema" in names:
+    if TOOLS.get_manager_schema.name in names:
         return "schema"
-    if "find_path" in names or any(c.name == "query" and is_probe(c.args) for c in calls):
+    if TOOLS.find_path.name in names or any(
+        c.name == TOOLS.query.name and is_probe(c.args) for c in calls
+    ):
         return "locate"
-    if "query" in names:
+    if TOOLS.query.name in names:
         return "final"
     return "other"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...project.tools import TOOLS
 from .conversation import Call, is_probe
 from .locating import best_match, probe_value, probed_value
 from .prose import manager_noun, path_text
@@ -45,7 +46,7 @@ def build_filters(
         if condition.lookup != "exact":
             key += f"__{condition.lookup}"
         filters[key] = condition.value
-    probes = [c for c in locate if c.name == "query" and is_probe(c.args)]
+    probes = [c for c in locate if c.name == TOOLS.query.name and is_probe(c.args)]
     for phrase in reading.phrases:
         match = best_match(phrase, probes, paths)
         if match is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...project.names import singular
+from ...project.tools import TOOLS
 from .conversation import Call
 from .schemas import relation_targets, text_filters
 
@@ -88,7 +89,7 @@ def relation_paths(
     """Relation names from the row manager to each other manager (None: unreachable)."""
     paths: dict[str, list[str] | None] = {row: []}
     for call in locate:
-        if call.name != "find_path":
+        if call.name != TOOLS.find_path.name:
             continue
         target = str(call.args.get("to_manager"))
         result = call.result if call.ok and isinstance(call.result, dict) else {}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...project.names import clip, split_words
+from ...project.tools import TOOLS
 from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
 from .conversation import Turn
 from .filters import build_filters
@@ -22,7 +23,7 @@ from .words import REFERENCE_WORDS, STOPWORDS, is_number, word_forms
 
 __all__ = ["Planner", "Step"]
 
-REQUIRED_TOOLS = ("search_managers", "get_manager_schema", "query")
+REQUIRED_TOOLS = (TOOLS.search_managers.name, TOOLS.get_manager_schema.name, TOOLS.query.name)
 MAX_FIELD_HINTED = 2  # extra schemas fetched only because the question names one of their fields
 MAX_LISTED_WORDS = 12  # words an answer quotes back when nothing matched
 
@@ -66,7 +67,7 @@ class Planner(QuestionReader):
             )
         search = self.turn.rounds.get("search")
         if search is None:
-            return Step(calls=[("search_managers", {"query": self.question})])
+            return Step(calls=[(TOOLS.search_managers.name, {"query": self.question})])
         if not search[0].ok:
             return Step(
                 text=f"I could not search the project's data types: {search[0].error_message}"
@@ -79,7 +80,9 @@ class Planner(QuestionReader):
         schema_round = self.turn.rounds.get("schema")
         if schema_round is None:
             return Step(
-                calls=[("get_manager_schema", {"manager": name}) for name in [row, *others]]
+                calls=[
+                    (TOOLS.get_manager_schema.name, {"manager": name}) for name in [row, *others]
+                ]
             )
         schemas = {
             str(call.args.get("manager")): call.result
@@ -181,10 +184,11 @@ class Planner(QuestionReader):
         )
         locate = self.turn.rounds.get("locate")
         if locate is None and (probes or targets):
-            calls: list[tuple[str, dict[str, Any]]] = [("query", p.args()) for p in probes]
-            if "find_path" in self.offered:
+            calls: list[tuple[str, dict[str, Any]]] = [(TOOLS.query.name, p.args()) for p in probes]
+            if TOOLS.find_path.name in self.offered:
                 calls.extend(
-                    ("find_path", {"from_manager": row, "to_manager": target}) for target in targets
+                    (TOOLS.find_path.name, {"from_manager": row, "to_manager": target})
+                    for target in targets
                 )
             if calls:
                 return Step(calls=calls)
@@ -206,7 +210,7 @@ class Planner(QuestionReader):
                 args["order_by"] = [f"-{name}" if descending else name]
             # Never one row: a one-row query is how probes are told apart in the history.
             args["limit"] = max(reading.limit, 2)
-            return Step(calls=[("query", args)])
+            return Step(calls=[(TOOLS.query.name, args)])
         outcome = final[0]
         if not outcome.ok or not isinstance(outcome.result, dict):
             return Step(text=f"The query on {row} failed: {outcome.error_message}")

@@ -1,0 +1,192 @@
+"""Driving one turn: an engine run (or resumed after a confirmation, or continued after a
+crash), every event numbered, journaled and audited, and exactly one terminal event, written
+before anyone sees it. A mixin of :class:`~gmchat_nb.core.session.ChatSession`, which sets the
+attributes it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import logging
+from collections.abc import AsyncIterator
+
+from ..events import (
+    ChatEvent,
+    ConfirmMutation,
+    Done,
+    Error,
+    TextChunk,
+    error_event,
+    event_from_dict,
+)
+from ..loop import Decision, Transport, TurnState
+from ..planned.catalog import Catalog
+from ..project.project import Project, QueryOutcome
+from ..providers.base import BaseLLMProvider, ToolDefinition
+from ..store import ConfirmationRecord, TurnLost, TurnRecord
+from ..turns import STEP_RETRY_SECONDS, TRANSIENT
+from .confirmations import resumed_turn
+from .context import bounded_context
+from .ending import end_turn, end_turn_eventually, interrupt_turn
+from .engines import planned_turn, tool_loop
+from .turn_io import SessionTurnIO, TurnCancelled
+
+__all__ = ["TAKEN_OVER", "TurnDriving"]
+
+log = logging.getLogger(__package__)
+
+TAKEN_OVER = "This request went on in another server after this one lost contact with the store."
+
+
+class TurnDriving(SessionTurnIO):
+    """Runs a turn's engine for the session and journals what it yields."""
+
+    project: Project
+    turn_id: str | None
+    positions: dict[int, int]
+    outcomes: dict[str, QueryOutcome]
+    _tools: list[ToolDefinition]
+    _mutations: tuple[str, ...]
+    _system_prompt: str
+    _catalog: Catalog | None
+    _role_providers: dict[str, BaseLLMProvider]
+
+    async def _drive(
+        self,
+        state: TurnState,
+        transport: Transport,
+        resumed: tuple[ConfirmationRecord, Decision] | None,
+        continued: TurnRecord | None = None,
+    ) -> AsyncIterator[ChatEvent]:
+        """Run (or resume, or continue) the loop, numbering, journaling and auditing every
+        event.
+
+        Every turn ends with exactly one terminal event (``done`` or ``error``), and that event is
+        yielded only after it and everything before it are written, so what a client saw last is
+        always in the store. A store that cannot take a write ends the turn with ``chat_error``,
+        written as soon as the store can take it (:mod:`.ending`); a turn cancelled from outside
+        (a client that went away) is closed as interrupted.
+        """
+        assert self.conversation_id is not None
+        conversation_id = self.conversation_id
+        writer = self.turns.writer(conversation_id, state.turn_id, self.actor.id)
+        self._writer, self.turn_id = writer, state.turn_id
+        self.positions = writer.positions
+        # A resumed or continued turn goes on numbering where its journal stopped; a continued
+        # one tells readers which of its events the crash cut off (``continues_after``).
+        sequence = (
+            self.store.last_sequence(conversation_id, state.turn_id) if resumed or continued else 0
+        )
+        covered = continued.committed_sequence if continued is not None else None
+        cut_off = covered if covered is not None and covered < sequence else None
+        self.outcomes = {}  # this turn's query evidence, by tool call id
+        answer: list[str] = []
+        loop = tool_loop(
+            self.project,
+            self.provider,
+            self._tools,
+            self.settings,
+            self._mutations,
+            self,
+            self.actor,
+            transport,
+            self.outcomes,
+        )
+        ended = ending = False
+        handed_over = False
+        try:
+            messages = await bounded_context(
+                self.store,
+                self.provider,
+                self,
+                conversation_id,
+                state,
+                system_prompt=self._system_prompt,
+                summarize_after=self.settings.summarize_after,
+                max_recent=self.settings.max_recent_messages,
+                pending_tail=resumed is not None,
+            )
+            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
+            if self._catalog is not None and resumed is None:
+                planned = planned_turn(
+                    self.project,
+                    self.provider,
+                    self.settings,
+                    self._catalog,
+                    self,
+                    state,
+                    self.outcomes,
+                    built=self._role_providers,
+                    on_usage=self.record_usage,
+                    check_rate=self.check_rate,
+                    audit=self.audit,
+                )
+                events = planned.events(messages, lambda: loop.run(messages, state))
+            if resumed is not None:
+                events = resumed_turn(loop, messages, state, *resumed)
+            async for event in events:
+                sequence += 1
+                numbered = event.numbered(sequence)
+                if cut_off is not None:
+                    numbered = dataclasses.replace(numbered, continues_after=cut_off)
+                    cut_off = None
+                if isinstance(event, TextChunk):
+                    answer.append(event.content)
+                if isinstance(numbered, Done | Error):
+                    ending = True  # written before anyone sees it:
+                    end = functools.partial(end_turn, writer, numbered)
+                    await writer.write_eventually(end, within=STEP_RETRY_SECONDS)
+                    ended = True
+                else:
+                    writer.event(sequence, numbered.to_dict())
+                if isinstance(event, ConfirmMutation):
+                    # A confirm request may resume the turn in another process.
+                    suspended = transport == "sse"
+                    writer.flush("suspended" if suspended else None)
+                    ended = suspended
+                yield numbered
+        except TurnCancelled as cancelled:
+            # an explicit cancel, seen between steps: closed like an interrupted turn, and
+            # its terminal event told to whoever reads this stream
+            interrupt_turn(self.turns, writer, f"it was cancelled (command {cancelled})")
+            handed_over = True
+            closing = self.store.events(conversation_id, turn_id=state.turn_id)
+            if closing and closing[-1].get("type") == "error":
+                yield event_from_dict(closing[-1])
+        except TurnLost:
+            # another process took the turn over (this one's lease had lapsed): its end is
+            # theirs to write; the client here is told the turn went on elsewhere
+            log.warning("chat turn %s was taken over by another process", state.turn_id)
+            ended = True
+            yield error_event("interrupted", message=TAKEN_OVER).numbered(sequence + 1)
+        except Exception as error:  # a bug or a failed write: the generic public event
+            if ended:
+                raise  # the turn already ended; this failure is the caller's to see
+            if isinstance(error, TRANSIENT):
+                log.warning("chat turn %s: its store failed (%s)", state.turn_id, error)
+            else:
+                log.exception("chat turn failed")
+            self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "turn"})
+            # the failure takes the place of an end that could not be written
+            failure = error_event("chat_error").numbered(sequence if ending else sequence + 1)
+            ended = handed_over = True
+            end_turn_eventually(self.turns, writer, failure)
+            yield failure
+        except (asyncio.CancelledError, GeneratorExit):
+            if not ended:
+                interrupt_turn(
+                    self.turns, writer, "the client went away or the request was cancelled"
+                )
+                handed_over = True
+            raise
+        finally:
+            self._writer = None
+            if not handed_over:
+                writer.close()
+        if answer:
+            self.audit.emit(
+                "assistant_message",
+                {"message": "".join(answer), "session_key": self.conversation_id},
+            )

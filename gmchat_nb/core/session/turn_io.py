@@ -1,0 +1,178 @@
+"""What a session serves the engines while it drives a turn (the loop's
+:class:`~gmchat_nb.core.loop.TurnIO`): the turn's writes at each step, budgets, a cancel or a
+take-over seen between steps, audit and hooks per tool call, and confirmations opened and claimed
+in the store. A mixin of :class:`~gmchat_nb.core.session.ChatSession` (as the store's tables
+are mixins of its ``ChatStore``), which sets the attributes declared here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ..audit import AuditLog
+from ..events import Error, error_event
+from ..loop import Decision, TurnState
+from ..project.mutations import PreparedMutation
+from ..project.tools import TOOLS, ToolRun
+from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent
+from ..ratelimit import RateLimiter
+from ..settings import ChatSettings
+from ..store import ChatStore, ConfirmationRecord, TurnLost
+from ..turns import STEP_RETRY_SECONDS, TurnOwner, TurnWriter
+from .actor import Actor
+from .confirmations import ConfirmationWaiter, expire, pending_record, settle
+from .hooks import Hooks
+from .messages import message_row
+
+__all__ = ["SessionTurnIO", "TurnCancelled"]
+
+log = logging.getLogger(__package__)
+
+
+class TurnCancelled(Exception):
+    """An admitted turn's explicit cancel, found in the store between two steps (its command
+    id is the message)."""
+
+
+class SessionTurnIO:
+    """The session's side of a turn while it is driven."""
+
+    store: ChatStore
+    actor: Actor
+    conversation_id: str | None
+    settings: ChatSettings
+    provider: BaseLLMProvider
+    turns: TurnOwner
+    limiter: RateLimiter
+    audit: AuditLog
+    hooks: Hooks
+    clock: Callable[[], float]
+    _writer: TurnWriter | None
+    _admitted: bool
+    _waiters: dict[str, ConfirmationWaiter]
+
+    async def persist(self, message: Message, state: TurnState) -> None:
+        """Queue one message of the turn; it is written with the next flush."""
+        self._current().message(message_row(message))
+
+    async def checkpoint(self) -> None:
+        """Write what the turn has so far now (before and after a data change), waiting up to
+        :data:`STEP_RETRY_SECONDS` for a store that is away."""
+        writer = self._current()
+        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
+
+    async def check_rate(self) -> Error | None:
+        """Before each provider round: write what the turn has so far (as :meth:`checkpoint`),
+        stop if the turn was cancelled (by any process: the command is in the store) or taken
+        over, then check budgets."""
+        writer = self._current()
+        await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
+        if self._admitted and self.conversation_id is not None:
+            record = self.store.turn(self.conversation_id, writer.turn_id)
+            if record is not None and record.cancel_command is not None:
+                raise TurnCancelled(record.cancel_command)
+            if record is not None and record.owner != self.turns.owner:
+                writer.lost = True
+                raise TurnLost(f"turn {writer.turn_id} was taken over by another process")
+        decision = self.limiter.check_tokens(self.actor.id)
+        if decision.allowed:
+            return None
+        return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
+
+    def record_usage(self, usage: TokenUsage) -> None:
+        """Count tokens against the actor's budgets (with the turn's next write)."""
+        if self._writer is not None:
+            self._writer.usage(self.limiter.amounts(usage))
+        else:
+            self.limiter.record_usage(self.actor.id, usage)
+
+    def _current(self) -> TurnWriter:  # the writer of the turn being driven
+        if self._writer is None:
+            raise RuntimeError("no turn is being driven")
+        return self._writer
+
+    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
+        """Audit and hooks for one tool call."""
+        session_key = self.conversation_id
+        self.audit.emit(
+            "tool_call", {"tool_name": call.name, "args": call.args, "session_key": session_key}
+        )
+        self.audit.emit(
+            "tool_result",
+            {
+                "tool_name": call.name,
+                "args": call.args,
+                "result": run.result,
+                "session_key": session_key,
+            },
+        )
+        self.hooks.fire(
+            "tool_called", actor=self.actor, tool_name=call.name, args=call.args, result=run.result
+        )
+        if call.name == TOOLS.mutate.name and self.conversation_id is not None:
+            settle(self.store, self.conversation_id, call.id, run, now=self.clock())
+            self.hooks.fire(
+                "mutation_executed",
+                actor=self.actor,
+                mutation=call.args.get("mutation"),
+                input=call.args.get("input"),
+                result=run.result,
+            )
+
+    def provider_failed(self, error: BaseException) -> None:
+        """Provider details stay server-side: the log and the error hook."""
+        reason = str(error) or "no message"
+        log.warning(
+            "provider %s failed: %s: %s",
+            self.provider.__class__.__name__,
+            type(error).__name__,
+            reason,
+        )
+        self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "provider"})
+
+    async def open_confirmation(
+        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
+    ) -> ConfirmationWaiter:
+        """Persist the pending confirmation; the returned waiter resolves it."""
+        assert self.conversation_id is not None
+        timeout = float(self.settings.confirm_timeout_seconds)
+        self.store.add_confirmation(
+            pending_record(
+                self.conversation_id,
+                self.actor.id,
+                call,
+                prepared,
+                state,
+                now=self.clock(),
+                timeout=timeout,
+            )
+        )
+        waiter = ConfirmationWaiter(
+            call.id, timeout, claim=self._claim, expire=self._expire, waiting=self._waiters
+        )
+        if wait:
+            self._waiters[call.id] = waiter
+        return waiter
+
+    def _claimed(self, confirmation_id: str) -> ConfirmationRecord | None:
+        """The confirmation, claimed by this actor with its turn running here (None: taken)."""
+        if self.conversation_id is None:
+            return None
+        return self.store.claim_confirmation(
+            self.conversation_id,
+            confirmation_id,
+            self.actor.id,
+            now=self.clock(),
+            owner=self.turns.owner,
+            lease_until=self.turns.lease_until(),
+        )
+
+    def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:
+        if self._claimed(confirmation_id) is None:
+            return "unavailable"
+        return "confirmed" if confirmed else "rejected"
+
+    def _expire(self, confirmation_id: str) -> None:
+        assert self.conversation_id is not None
+        expire(self.store, self.conversation_id, confirmation_id, now=self.clock())
