@@ -137,6 +137,10 @@ class Reply:
     - `delay`: seconds to wait before sending the response headers (cut short by `stop()`).
     - `pace`: seconds to wait between stream events (a slow local server's steady trickle).
     - `error_message`: the message put in scripted errors (mid-stream and HTTP).
+    - `error_type`: the type of the mid-stream (in-band) error `error_after` sends: anthropic's SSE
+      `error` event (default `overloaded_error`), openai's error chunk (default `server_error`);
+      ollama's error line has no type.
+    - `headers`: extra response headers of an HTTP error answer (`status`), e.g. `Retry-After`.
     - `structured`: a structured answer (normally a dict; any JSON value). Sent as the JSON text
       of the message (openai, ollama; also anthropic when streaming), or as the `tool_use` input of
       the tool a non-streaming anthropic request forces with `tool_choice`. None: not structured.
@@ -153,6 +157,8 @@ class Reply:
     pace: float = 0.0
     error_message: str = "scripted error"
     structured: Any = None
+    error_type: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.structured is not None and (self.text or self.tool_calls):
@@ -320,8 +326,11 @@ class VendorServer:
             return {"type": "error", "error": {"type": kind, "message": message}}
         return {"error": message}
 
-    def _error_response(self, vendor: Vendor, status: int, message: str) -> web.Response:
-        return web.json_response(self._error_body(vendor, status, message), status=status)
+    def _error_response(
+        self, vendor: Vendor, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> web.Response:
+        body = self._error_body(vendor, status, message)
+        return web.json_response(body, status=status, headers=headers or None)
 
     async def _wait_closing(self, timeout: float | None = None) -> bool:
         """Wait until the server stops (True) or `timeout` passes (False)."""
@@ -348,7 +357,7 @@ class VendorServer:
         if reply.delay > 0 and await self._wait_closing(reply.delay):
             return web.Response(status=503, text="VendorServer stopped")
         if reply.status != 200:
-            return self._error_response(vendor, reply.status, reply.error_message)
+            return self._error_response(vendor, reply.status, reply.error_message, reply.headers)
         if not streaming(body):
             if reply.stall_after is not None:
                 await self._wait_closing()
@@ -395,10 +404,16 @@ class VendorServer:
             request,
             self._openai_events,
             self._openai_document,
-            lambda reply: _sse(self._error_body("openai", 500, reply.error_message)),
+            self._openai_stream_error,
             lambda body: bool(body.get("stream")),
             "text/event-stream; charset=utf-8",
         )
+
+    def _openai_stream_error(self, reply: Reply) -> Event:
+        body = self._error_body("openai", 500, reply.error_message)
+        if reply.error_type is not None:
+            body["error"]["type"] = reply.error_type
+        return _sse(body)
 
     def _openai_ids(self, reply: Reply) -> list[str]:
         return [call.id or self._next_tool_id("openai", "call_") for call in reply.tool_calls]
@@ -483,7 +498,10 @@ class VendorServer:
     def _overloaded(reply: Reply) -> dict[str, Any]:
         return {
             "type": "error",
-            "error": {"type": "overloaded_error", "message": reply.error_message},
+            "error": {
+                "type": reply.error_type or "overloaded_error",
+                "message": reply.error_message,
+            },
         }
 
     def _anthropic_ids(self, reply: Reply) -> list[str]:

@@ -156,12 +156,18 @@ class Done(_Event):
     A planned turn adds ``orchestration``: ``status`` (complete/partial), ``coverage``
     ``{resolved, total}`` and ``unresolved`` ``[{task_id, reason}]`` as the spec says, plus the
     tasks, the engine's calculations and the cited evidence ids for displays.
+
+    ``attempts`` (gmchat_nb's addition) is there only when a model request of the turn failed
+    before its answer began and was asked again (``provider_retries``):
+    ``{"requests": R, "retried": Q, "retries": K}`` -- the turn made R model requests, Q of them
+    were retried, K retries in all (the vendor saw R + K requests).
     """
 
     type: ClassVar[str] = "done"
-    _optional: ClassVar[frozenset[str]] = frozenset({"orchestration"})
+    _optional: ClassVar[frozenset[str]] = frozenset({"orchestration", "attempts"})
     usage: dict[str, int]
     orchestration: dict[str, Any] | None = None
+    attempts: dict[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

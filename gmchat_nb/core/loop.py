@@ -14,7 +14,8 @@ Only the guardrails end a turn early, with the spec's codes:
   successful lookups exhaust it);
 * ``mutation_limit``, ``mutation_batch_unsupported`` (checked before any tool runs);
 * ``deadline_exceeded`` (first-event and between-chunk provider timeouts), ``provider_failed``
-  (also for an empty final answer: a turn never ends in a silent ``done``);
+  (also for an empty final answer: a turn never ends in a silent ``done``; a request that failed
+  before its first event was first asked again as the turn's :class:`ProviderRetries` allows);
 * ``rate_limited`` (checked before each round), ``confirmation_required_transport``.
 
 The loop knows nothing of storage or transports: a :class:`TurnIO` (the session) persists
@@ -61,6 +62,7 @@ from .providers.base import (
     ToolDefinition,
 )
 from .providers.completion import completed_events
+from .providers.retries import ProviderRetries
 
 __all__ = [
     "Decision",
@@ -196,12 +198,13 @@ def _milliseconds_since(started: float) -> float:
 
 
 async def complete_text(
-    provider: BaseLLMProvider, messages: list[Message]
+    provider: BaseLLMProvider, messages: list[Message], retries: ProviderRetries | None = None
 ) -> tuple[str, TokenUsage]:
-    """One tool-free request (summaries): its text and usage."""
+    """One tool-free request (summaries): its text and usage, retried at its start as
+    ``retries`` (the turn's) says; without it, never."""
     parts: list[str] = []
     usage = TokenUsage()
-    async for event in completed_events(provider, provider.complete(messages, [])):
+    async for event in (retries or ProviderRetries()).events(provider, messages, []):
         if isinstance(event, TextChunkEvent):
             parts.append(event.content)
         elif isinstance(event, DoneEvent):
@@ -223,6 +226,7 @@ class ToolLoop:
         authenticated: bool = True,
         transport: Transport = "stream",
         outcomes: dict[str, QueryOutcome] | None = None,
+        retries: ProviderRetries | None = None,
     ) -> None:
         self.project = project
         self.provider = provider
@@ -233,6 +237,8 @@ class ToolLoop:
         self.transport = transport
         # call id -> the evidence of a query, filled as results arrive
         self.outcomes: dict[str, QueryOutcome] = {} if outcomes is None else outcomes
+        # each round's request is retried at its start (never its tools: they run after it)
+        self.retries = retries or ProviderRetries()
 
     async def run(self, messages: list[Message], state: TurnState) -> AsyncIterator[ChatEvent]:
         """Provider rounds until the model answers or a guardrail ends the turn."""
@@ -254,9 +260,7 @@ class ToolLoop:
             done: DoneEvent | None = None
             buffer = self.limits.recover_missing_tool_calls and not state.recovered
             try:
-                async for event in completed_events(
-                    self.provider, self.provider.complete(messages, offered)
-                ):
+                async for event in self.retries.events(self.provider, messages, offered):
                     if isinstance(event, TextChunkEvent):
                         text_parts.append(event.content)
                         if not buffer and event.content:

@@ -18,6 +18,7 @@ from gmchat_nb.core.settings import (
     AuditSettings,
     ChatConfigurationError,
     ChatSettings,
+    ProviderRetrySettings,
     RateLimitSettings,
     load_settings,
 )
@@ -62,6 +63,7 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "store": None,
     "hooks": {},
     "headers": {},
+    "provider_retries": ProviderRetrySettings(attempts=3, max_wait_seconds=30),
 }
 
 
@@ -418,6 +420,77 @@ def test_direct_construction_validates_too() -> None:
         ChatSettings(max_results=-1)
     with pytest.raises(ChatConfigurationError, match=r"rate_limit\.window_seconds"):
         RateLimitSettings(window_seconds=0)
+
+
+# -- provider_retries -------------------------------------------------------------------------
+
+
+def test_provider_retries_default_to_three_attempts_and_thirty_seconds() -> None:
+    retries = load_settings().provider_retries
+    assert retries == ProviderRetrySettings()
+    assert (retries.attempts, retries.max_wait_seconds) == (3, 30)
+
+
+def test_provider_retries_merge_key_by_key_and_round_trip(tmp_path: Path) -> None:
+    path = write(tmp_path, "provider_retries: {attempts: 5}\n")
+    settings = load_settings(path, provider_retries={"max_wait_seconds": 0.3})
+    assert settings.provider_retries == ProviderRetrySettings(attempts=5, max_wait_seconds=0.3)
+    assert settings.to_dict()["provider_retries"] == {"attempts": 5, "max_wait_seconds": 0.3}
+    assert load_settings(settings.to_dict()) == settings
+    off = settings.replace(provider_retries={"attempts": 1})  # 1: retrying is off
+    assert off.provider_retries == ProviderRetrySettings(attempts=1, max_wait_seconds=0.3)
+    assert "provider_retries" in repr(off) and "provider_retries" not in repr(DEFAULT_SETTINGS)
+
+
+@pytest.mark.parametrize(
+    "block", [{"attempts": 1}, {"attempts": 10}, {"max_wait_seconds": 0}, {"max_wait_seconds": 600}]
+)
+def test_provider_retries_bounds_are_allowed(block: dict[str, Any]) -> None:
+    settings = load_settings(provider_retries=block)
+    for name, value in block.items():
+        assert getattr(settings.provider_retries, name) == value
+
+
+@pytest.mark.parametrize(
+    ("block", "key", "fragments"),
+    [
+        ({"attempts": 0}, "provider_retries.attempts", ["an integer from 1 to 10", "0 (int)"]),
+        ({"attempts": 11}, "provider_retries.attempts", ["an integer from 1 to 10", "11"]),
+        ({"attempts": "3"}, "provider_retries.attempts", ["an integer from 1 to 10", "'3'"]),
+        ({"attempts": True}, "provider_retries.attempts", ["an integer from 1 to 10", "bool"]),
+        ({"attempts": 2.5}, "provider_retries.attempts", ["an integer from 1 to 10", "2.5"]),
+        ({"max_wait_seconds": -1}, "provider_retries.max_wait_seconds", ["from 0 to 600"]),
+        ({"max_wait_seconds": 601}, "provider_retries.max_wait_seconds", ["from 0 to 600"]),
+        ({"max_wait_seconds": "30"}, "provider_retries.max_wait_seconds", ["a number", "'30'"]),
+        ({"max_wait_seconds": float("inf")}, "provider_retries.max_wait_seconds", ["a number"]),
+        ({"max_wait_seconds": None}, "provider_retries.max_wait_seconds", ["None"]),
+        ({"atempts": 3}, "provider_retries.atempts", ["Did you mean 'attempts'?", "Allowed"]),
+        ({"retry_after": 3}, "provider_retries.retry_after", ["attempts, max_wait_seconds"]),
+        ({1: 3}, "provider_retries", ["names must be strings"]),
+    ],
+)
+def test_bad_provider_retries_name_their_key(
+    block: dict[Any, Any], key: str, fragments: list[str]
+) -> None:
+    for error in (error_for({"provider_retries": block}), error_for(provider_retries=block)):
+        assert error.key == key
+        assert f"'{key}'" in str(error)
+        for fragment in fragments:
+            assert fragment in str(error)
+
+
+@pytest.mark.parametrize("value", [3, "3", ["attempts"], True])
+def test_provider_retries_must_be_a_mapping(value: object) -> None:
+    error = error_for(provider_retries=value)
+    assert error.key == "provider_retries"
+    assert "a mapping with keys from attempts, max_wait_seconds" in str(error)
+
+
+def test_provider_retries_check_when_built_directly() -> None:
+    with pytest.raises(ChatConfigurationError, match=r"provider_retries\.attempts' must be an "):
+        ProviderRetrySettings(attempts=0)
+    with pytest.raises(ChatConfigurationError, match=r"provider_retries\.max_wait_seconds"):
+        ChatSettings(provider_retries=ProviderRetrySettings(max_wait_seconds=-1))
 
 
 def test_missing_file_names_it(tmp_path: Path) -> None:

@@ -3,12 +3,13 @@
 Each profile is built once per turn from its own ``provider_config`` (never the legacy one, as the
 spec requires), and every provider request goes through :meth:`RoleProviders.request` or
 :meth:`RoleProviders.structured`, which count requests and tokens per role — the numbers the eval
-reports and ``done.orchestration.requests`` show.
+reports and ``done.orchestration.requests`` show — and retry a request that fails before its
+answer begins through the turn's :class:`~gmchat_nb.core.providers.retries.ProviderRetries`
+(a request counts once however often it was asked again).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +23,8 @@ from ..providers.base import (
     TokenUsage,
     ToolDefinition,
 )
-from ..providers.completion import completed_events
 from ..providers.registry import create_provider
+from ..providers.retries import ProviderRetries
 from ..settings.planned import DEFAULT_PROFILE, PlannedSettings
 from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
 
@@ -69,10 +70,12 @@ class RoleProviders:
         implicit: bool,
         on_usage: Callable[[TokenUsage], None] = lambda usage: None,
         built: Mapping[str, BaseLLMProvider] | None = None,
+        retries: ProviderRetries | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = RoleLedger()
         self._on_usage = on_usage
+        self.retries = retries or ProviderRetries()
         self.providers: dict[str, BaseLLMProvider] = dict(built or {})
         if implicit:  # no provider_profiles: every role is the session's own provider
             self.providers[DEFAULT_PROFILE] = legacy
@@ -106,12 +109,13 @@ class RoleProviders:
         name: str,
         stage: str | None = None,
     ) -> dict[str, Any]:
-        """One structured request, within the provider's first-event timeout."""
+        """One structured request, each attempt within the provider's first-event timeout."""
         provider = self.provider(role)
         stage = self._charge(role, stage)
         try:
-            async with asyncio.timeout(provider.timeout_seconds):
-                reply = await provider.complete_structured(messages, schema, name=name)
+            reply = await self.retries.structured(
+                provider, messages, schema, name=name, within=provider.timeout_seconds
+            )
         except TimeoutError:
             raise ProviderError(f"the {role} did not answer in time") from None
         self._count(stage, reply.usage)
@@ -134,7 +138,7 @@ class RoleProviders:
         provider = self.provider(role)
         stage = self._charge(role, stage)
         try:
-            async for event in completed_events(provider, provider.complete(messages, tools)):
+            async for event in self.retries.events(provider, messages, tools):
                 if isinstance(event, DoneEvent):
                     self._count(stage, event.usage)
                 yield event

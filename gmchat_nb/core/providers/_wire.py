@@ -1,4 +1,5 @@
-"""Pieces the SDK adapters share: decoding tool arguments, stable fallback ids, result text."""
+"""Pieces the SDK adapters share: decoding tool arguments, stable fallback ids, result text, and
+the one way an SDK's error becomes a :class:`ProviderError` (marked transient or not)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
+from .retries import transient_failure
 
 __all__ = [
     "SDKProvider",
@@ -15,6 +17,7 @@ __all__ = [
     "decode_arguments",
     "describe_error",
     "next_call_number",
+    "request_failed",
     "result_text",
     "tool_call",
 ]
@@ -101,6 +104,17 @@ def describe_error(error: Exception) -> str:
     status = getattr(error, "status_code", None)
     message = getattr(error, "message", None) or str(error)
     return f"HTTP {status}: {message}" if status else message
+
+
+def request_failed(
+    what: str, error: Exception, headers: Mapping[str, str] | None = None
+) -> ProviderError:
+    """The :class:`ProviderError` for an SDK's ``error``: ``"{what}: HTTP 429: ..."``, marked
+    :class:`~.base.Transient` when :func:`~.retries.transient_failure` says asking again may
+    help (``headers``: the error answer's, when the error does not carry them)."""
+    return ProviderError(
+        f"{what}: {describe_error(error)}", transient=transient_failure(error, headers)
+    )
 
 
 class SDKProvider(BaseLLMProvider):

@@ -2,7 +2,8 @@
 
 Config: ``model`` (claude-3-5-haiku-latest), ``api_key`` (else ``ANTHROPIC_API_KEY``),
 ``base_url`` (else ``ANTHROPIC_BASE_URL``), ``max_tokens`` (1024), ``timeout_seconds`` (60),
-``stream_timeout_seconds`` (30). The SDK never retries.
+``stream_timeout_seconds`` (30). The SDK never retries (``max_retries=0``): :mod:`.retries` owns
+retries.
 
 Two things GeneralManager's adapter gets wrong (weakness 13) are done right here: system messages
 keep their place — the leading ones become ``system``, a later one (a recovery note, a budget
@@ -18,8 +19,8 @@ from typing import Any, ClassVar
 from ._wire import (
     SDKProvider,
     close_stream,
-    describe_error,
     next_call_number,
+    request_failed,
     result_text,
     tool_call,
 )
@@ -137,7 +138,7 @@ class AnthropicProvider(SDKProvider):
                     if usage is not None and getattr(usage, "output_tokens", None) is not None:
                         output_tokens = int(usage.output_tokens)
         except anthropic.APIError as error:
-            raise ProviderError(f"Anthropic request failed: {describe_error(error)}") from None
+            raise request_failed("Anthropic request failed", error) from None
         finally:
             await close_stream(stream)
         if stop == "refusal":
@@ -176,7 +177,7 @@ class AnthropicProvider(SDKProvider):
         try:
             response = await self.client().messages.create(**request)
         except anthropic.APIError as error:
-            raise ProviderError(f"Anthropic request failed: {describe_error(error)}") from None
+            raise request_failed("Anthropic request failed", error) from None
         counted = getattr(response, "usage", None)
         usage = TokenUsage(
             int(getattr(counted, "input_tokens", 0) or 0),

@@ -3,7 +3,9 @@
 A provider turns ``(messages, tools)`` into an async stream of :class:`TextChunkEvent`,
 :class:`ToolCallEvent` and exactly one final :class:`DoneEvent`. History keeps tool calls and
 results as structured data (ids, names, arguments, results), which each adapter translates into
-its SDK's native format. Providers never retry: the tool loop owns retries.
+its SDK's native format. Providers never retry: a failed request is a :class:`ProviderError`,
+marked :class:`Transient` when asking again may succeed, and :mod:`.retries` (the one retry owner)
+decides whether to ask again.
 
 :meth:`BaseLLMProvider.complete_structured` asks for one JSON object following a schema (a
 planner's plan) and returns it with its usage as a :class:`StructuredReply`. The SDK adapters use
@@ -38,6 +40,7 @@ __all__ = [
     "TokenUsage",
     "ToolCallEvent",
     "ToolDefinition",
+    "Transient",
     "WrappingProvider",
     "clip",
     "structured_object",
@@ -133,11 +136,29 @@ class StructuredReply:
     usage: TokenUsage = TokenUsage()
 
 
+@dataclass(frozen=True, slots=True)
+class Transient:
+    """Why a failed request may succeed when asked again (:func:`.retries.transient_failure`
+    decides): ``reason`` for the log (``HTTP 429``, ``in-band overloaded_error``, ``connection
+    error``), ``status`` the HTTP status (or the one an in-band error stands for; ``None`` for a
+    connection error) and ``retry_after`` the seconds the vendor asked to wait, when it said."""
+
+    reason: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
 class ProviderError(Exception):
     """A provider request failed (HTTP error, refusal, broken stream). The message stays
-    server-side; clients see only ``provider_failed``."""
+    server-side; clients see only ``provider_failed``. ``transient`` is set by an adapter when
+    the failure may pass (a 429, a 5xx, a dropped connection); ``None`` means asking again would
+    fail the same way."""
 
     public_code = "provider_failed"
+
+    def __init__(self, *args: object, transient: Transient | None = None) -> None:
+        super().__init__(*args)
+        self.transient = transient
 
 
 class ProviderCompletionError(ProviderError):

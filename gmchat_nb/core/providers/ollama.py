@@ -3,18 +3,23 @@
 Config: ``model`` (gemma4:e4b), ``base_url`` or ``host`` (else ``OLLAMA_HOST``, else
 http://127.0.0.1:11434), ``timeout_seconds`` (60), ``stream_timeout_seconds`` (30). Ollama sends
 tool calls whole, with object arguments and no ids; ids are made deterministic here.
+
+The SDK never retries: :mod:`.retries` owns retries. Its ``ResponseError`` keeps only an error
+answer's status and body, so the client's response hook keeps the headers of this task's latest
+HTTP answer (for a ``Retry-After`` from a proxy in front of Ollama).
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from ._wire import (
     SDKProvider,
     close_stream,
-    describe_error,
     next_call_number,
+    request_failed,
     result_text,
     tool_call,
 )
@@ -35,6 +40,25 @@ from .completion import stream_progress
 
 __all__ = ["OllamaProvider", "to_ollama_messages"]
 
+# The headers of the latest HTTP answer in this task when it was an error (else None): set by the
+# client's response hook, which runs in the task that made the request.
+_ERROR_HEADERS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "gmchat_ollama_error_headers", default=None
+)
+
+
+async def _keep_error_headers(response: Any) -> None:
+    """httpx response hook: remember an error answer's headers for :func:`_failed`."""
+    failed = response.status_code >= 400
+    _ERROR_HEADERS.set(dict(response.headers) if failed else None)
+
+
+def _failed(error: Any) -> ProviderError:
+    """The ProviderError for an ``ollama.ResponseError``; an HTTP one (a status above zero) with
+    the headers its answer had, an in-band error line (status -1) without."""
+    headers = _ERROR_HEADERS.get() if int(getattr(error, "status_code", -1)) > 0 else None
+    return request_failed("Ollama request failed", error, headers)
+
 
 class OllamaProvider(SDKProvider):
     """Streams a local (or remote) Ollama model with tool calls."""
@@ -49,7 +73,11 @@ class OllamaProvider(SDKProvider):
         import ollama
 
         host = self.provider_config.get("base_url") or self.provider_config.get("host")
-        return ollama.AsyncClient(host=host, timeout=self.timeout_seconds)
+        return ollama.AsyncClient(
+            host=host,
+            timeout=self.timeout_seconds,
+            event_hooks={"response": [_keep_error_headers]},
+        )
 
     async def complete(
         self, messages: list[Message], tools: list[ToolDefinition]
@@ -102,11 +130,11 @@ class OllamaProvider(SDKProvider):
                         int(chunk.prompt_eval_count or 0), int(chunk.eval_count or 0)
                     )
         except ollama.ResponseError as error:
-            raise ProviderError(f"Ollama request failed: {describe_error(error)}") from None
+            raise _failed(error) from None
         except pydantic.ValidationError as error:
             raise ProviderError(f"Ollama sent a malformed response: {error}") from None
         except ConnectionError as error:
-            raise ProviderError(f"cannot reach Ollama: {error}") from None
+            raise request_failed("cannot reach Ollama", error) from None
         finally:
             await close_stream(stream)
         if not finished:
@@ -135,11 +163,11 @@ class OllamaProvider(SDKProvider):
                 stream=False,
             )
         except ollama.ResponseError as error:
-            raise ProviderError(f"Ollama request failed: {describe_error(error)}") from None
+            raise _failed(error) from None
         except pydantic.ValidationError as error:
             raise ProviderError(f"Ollama sent a malformed response: {error}") from None
         except ConnectionError as error:
-            raise ProviderError(f"cannot reach Ollama: {error}") from None
+            raise request_failed("cannot reach Ollama", error) from None
         usage = TokenUsage(int(response.prompt_eval_count or 0), int(response.eval_count or 0))
         content = response.message.content if response.message is not None else None
         if response.done_reason == "length":

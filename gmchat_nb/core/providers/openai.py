@@ -4,7 +4,7 @@ server, LM Studio, Ollama's /v1) through ``base_url``.
 Config: ``model`` (gpt-4.1-mini), ``api_key`` (else ``OPENAI_API_KEY``), ``base_url`` (else
 ``OPENAI_BASE_URL``), ``max_tokens``, ``timeout_seconds`` (60, also the SDK's timeout),
 ``stream_timeout_seconds`` (30), ``temperature`` (the server's default when unset). The SDK never
-retries (``max_retries=0``): the loop owns retries.
+retries (``max_retries=0``): :mod:`.retries` owns retries.
 
 OpenAI-compatible servers differ in what they accept (``gmchat doctor`` tells in seconds), so:
 
@@ -34,8 +34,8 @@ from typing import Any, ClassVar
 from ._wire import (
     SDKProvider,
     close_stream,
-    describe_error,
     next_call_number,
+    request_failed,
     result_text,
     tool_call,
 )
@@ -176,7 +176,7 @@ class OpenAIProvider(SDKProvider):
                         if choice.finish_reason:
                             finish = choice.finish_reason
         except openai.APIError as error:
-            raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
+            raise request_failed("OpenAI request failed", error) from None
         finally:
             await close_stream(stream)
         if finish == "content_filter":
@@ -234,7 +234,7 @@ class OpenAIProvider(SDKProvider):
         try:
             response = await self.client().chat.completions.create(**request)
         except openai.APIError as error:
-            raise ProviderError(f"OpenAI request failed: {describe_error(error)}") from None
+            raise request_failed("OpenAI request failed", error) from None
         usage = _usage(response)
         if not response.choices:
             raise ProviderError("the structured answer is missing: the response has no choices")

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from ..loop import TurnIO, TurnState, complete_text
 from ..providers.base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
+from ..providers.retries import ProviderRetries
 from ..store import ChatStore, StoredMessage
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "bounded_context"]
@@ -30,17 +31,21 @@ async def bounded_context(
     summarize_after: int,
     max_recent: int,
     pending_tail: bool,
+    retries: ProviderRetries | None = None,
 ) -> list[Message]:
     """The bounded context: system prompt, summary of older messages, the recent window.
 
     A summary is a provider round of ``state``: its tokens go to ``io.record_usage`` and a
-    provider failure to ``io.provider_failed`` (the context then goes without a summary).
+    provider failure (after the turn's ``retries``) to ``io.provider_failed`` (the context then
+    goes without a summary).
     """
     stored = store.messages(conversation_id)
     start = _window_start(stored, summarize_after, max_recent)
     messages = [Message("system", system_prompt)]
     if start > 0:
-        summary = await _summary(store, provider, io, conversation_id, stored[:start], state)
+        summary = await _summary(
+            store, provider, io, conversation_id, stored[:start], state, retries
+        )
         if summary:
             messages.append(Message("system", f"Summary of the earlier conversation: {summary}"))
     messages.extend(_to_provider(stored[start:], pending_tail=pending_tail))
@@ -54,6 +59,7 @@ async def _summary(
     conversation_id: str,
     older: list[StoredMessage],
     state: TurnState,
+    retries: ProviderRetries | None,
 ) -> str:
     """The summary covering exactly ``older``: reused when its marker matches, else made."""
     record = store.conversation(conversation_id)
@@ -66,6 +72,7 @@ async def _summary(
         text, usage = await complete_text(
             provider,
             [Message("system", SUMMARY_INSTRUCTIONS), Message("user", lines)],
+            retries,
         )
     except (ProviderError, TimeoutError) as error:
         io.provider_failed(error)

@@ -30,7 +30,7 @@ from ..turns import STEP_RETRY_SECONDS, TRANSIENT
 from .confirmations import resumed_turn
 from .context import bounded_context
 from .ending import end_turn, end_turn_eventually, interrupt_turn
-from .engines import planned_turn, tool_loop
+from .engines import planned_turn, provider_retries, tool_loop
 from .turn_io import SessionTurnIO, TurnCancelled
 
 __all__ = ["TAKEN_OVER", "TurnDriving"]
@@ -83,6 +83,7 @@ class TurnDriving(SessionTurnIO):
         cut_off = covered if covered is not None and covered < sequence else None
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
+        retries = provider_retries(self.settings)  # the turn's one retry owner and its count
         loop = tool_loop(
             self.project,
             self.provider,
@@ -93,6 +94,7 @@ class TurnDriving(SessionTurnIO):
             self.actor,
             transport,
             self.outcomes,
+            retries,
         )
         ended = ending = False
         handed_over = False
@@ -107,6 +109,7 @@ class TurnDriving(SessionTurnIO):
                 summarize_after=self.settings.summarize_after,
                 max_recent=self.settings.max_recent_messages,
                 pending_tail=resumed is not None,
+                retries=retries,
             )
             events: AsyncIterator[ChatEvent] = loop.run(messages, state)
             if self._catalog is not None and resumed is None:
@@ -122,12 +125,15 @@ class TurnDriving(SessionTurnIO):
                     on_usage=self.record_usage,
                     check_rate=self.check_rate,
                     audit=self.audit,
+                    retries=retries,
                 )
                 events = planned.events(messages, lambda: loop.run(messages, state))
             if resumed is not None:
                 events = resumed_turn(loop, messages, state, *resumed)
             async for event in events:
                 sequence += 1
+                if isinstance(event, Done) and retries.retries:
+                    event = dataclasses.replace(event, attempts=retries.summary())
                 numbered = event.numbered(sequence)
                 if cut_off is not None:
                     numbered = dataclasses.replace(numbered, continues_after=cut_off)

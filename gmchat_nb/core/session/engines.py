@@ -1,5 +1,7 @@
 """The two engines a session runs a turn with, assembled from its settings: the tool loop, and
-the planned turn that reads by plan (``planned.enabled``)."""
+the planned turn that reads by plan (``planned.enabled``); and the turn's provider retries
+(``provider_retries``), which both engines (and the context's summary) share, so a turn has one
+retry owner and one count of its retries for its ``done`` event."""
 
 from __future__ import annotations
 
@@ -15,10 +17,21 @@ from ..planned.work import TurnWork
 from ..project.project import Project, QueryOutcome
 from ..project.tools import run_tool
 from ..providers.base import BaseLLMProvider, TokenUsage, ToolDefinition
+from ..providers.retries import ProviderRetries, RetryPolicy
 from ..settings import ChatSettings
 from .actor import Actor
 
-__all__ = ["planned_turn", "tool_loop"]
+__all__ = ["planned_turn", "provider_retries", "tool_loop"]
+
+
+def provider_retries(settings: ChatSettings) -> ProviderRetries:
+    """One turn's retry owner, as ``provider_retries`` says (``attempts: 1``: none)."""
+    configured = settings.provider_retries
+    return ProviderRetries(
+        RetryPolicy(
+            attempts=configured.attempts, max_wait_seconds=float(configured.max_wait_seconds)
+        )
+    )
 
 
 def tool_loop(
@@ -31,8 +44,10 @@ def tool_loop(
     actor: Actor,
     transport: Transport,
     outcomes: dict[str, QueryOutcome],
+    retries: ProviderRetries,
 ) -> ToolLoop:
-    """The tool loop with the settings' limits, offering ``tools`` and the allowed ``mutations``."""
+    """The tool loop with the settings' limits, offering ``tools`` and the allowed ``mutations``,
+    its requests retried by the turn's ``retries``."""
     return ToolLoop(
         project,
         provider,
@@ -50,6 +65,7 @@ def tool_loop(
         authenticated=actor.authenticated,
         transport=transport,
         outcomes=outcomes,
+        retries=retries,
     )
 
 
@@ -66,15 +82,18 @@ def planned_turn(
     on_usage: Callable[[TokenUsage], None],
     check_rate: Callable[[], Awaitable[Error | None]],
     audit: AuditLog,
+    retries: ProviderRetries,
 ) -> PlannedTurn:
     """A planned read turn; its role providers are taken from (and added to) ``built``, so a
-    session builds them once and shares them across its turns."""
+    session builds them once and shares them across its turns; their requests are retried by the
+    turn's ``retries``."""
     roles = RoleProviders(
         settings.planned_settings,
         legacy=provider,
         implicit=not settings.provider_profiles,
         on_usage=on_usage,
         built=built,
+        retries=retries,
     )
     built.update(roles.providers)
     work = TurnWork(

@@ -18,7 +18,8 @@ The package, one module a job (import from the package, not the modules):
 * :mod:`.chat_settings` -- :class:`ChatSettings`, :class:`RateLimitSettings`,
   :class:`AuditSettings`, the check of every key, :data:`DEFAULT_SETTINGS`, the plain and masked
   forms;
-* :mod:`.loading` -- :func:`load_settings`: sources, wrappers, aliases and layering.
+* :mod:`.loading` -- :func:`load_settings`: sources, wrappers, aliases and layering;
+* :mod:`.retries` -- :class:`ProviderRetrySettings`, the ``provider_retries`` block.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .chat_settings import (
 )
 from .checks import HOOK_EVENTS, ChatConfigurationError
 from .loading import load_settings
+from .retries import ProviderRetrySettings
 
 __all__ = [
     "AUDIT_LEVELS",
@@ -47,6 +49,7 @@ __all__ = [
     "AuditSettings",
     "ChatConfigurationError",
     "ChatSettings",
+    "ProviderRetrySettings",
     "RateLimitSettings",
     "ToolStrategy",
     "load_settings",

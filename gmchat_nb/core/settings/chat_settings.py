@@ -21,6 +21,7 @@ from ..project.targets import DEMO_TARGETS
 from . import checks
 from .checks import ChatConfigurationError, check_known, invalid, shown
 from .planned import PlannedSettings, check_planned, planned_settings
+from .retries import ProviderRetrySettings, provider_retries
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -189,7 +190,9 @@ class ChatSettings:
     Added for gmchat_nb: ``project`` (a demo name or an http(s) GraphQL URL), ``exposed_managers``
     (``None`` = all the project lists), ``store`` (``None`` = the default SQLite file, a path,
     ``":memory:"`` or a ``postgresql://`` URL), ``hooks`` (event -> tuple of callables or dotted paths, events in
-    :data:`HOOK_EVENTS`) and ``headers`` (HTTP headers sent to a remote project).
+    :data:`HOOK_EVENTS`), ``headers`` (HTTP headers sent to a remote project) and
+    ``provider_retries`` (:class:`~.retries.ProviderRetrySettings`: ``attempts``,
+    ``max_wait_seconds``).
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``
     and ``planned`` are checked key by key (:mod:`.planned`); :attr:`planned_settings` is their
@@ -225,6 +228,7 @@ class ChatSettings:
     store: str | None = None
     hooks: Mapping[str, tuple[Callable[..., Any] | str, ...]] = field(default_factory=_empty)
     headers: Mapping[str, str] = field(default_factory=_empty)
+    provider_retries: ProviderRetrySettings = field(default_factory=ProviderRetrySettings)
 
     def __post_init__(self) -> None:
         for name, check in CHECKS.items():
@@ -343,6 +347,7 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "store": checks.store,
         "hooks": checks.hooks,
         "headers": checks.headers,
+        "provider_retries": provider_retries,
     }
 )
 
@@ -357,7 +362,7 @@ def _dotted_name(obj: object) -> str:
 
 
 def _plain(value: object) -> Any:
-    if isinstance(value, RateLimitSettings | AuditSettings):
+    if isinstance(value, RateLimitSettings | AuditSettings | ProviderRetrySettings):
         return {name: _plain(getattr(value, name)) for name in fields_of(type(value))}
     if value is None or isinstance(value, str | bool | int | float):
         return value

@@ -31,9 +31,11 @@ __all__ = [
     "headers",
     "hooks",
     "int_at_least",
+    "int_between",
     "invalid",
     "mapping",
     "names",
+    "number_between",
     "optional_callable_ref",
     "optional_int_at_least",
     "optional_names",
@@ -114,6 +116,28 @@ def int_at_least(minimum: int) -> Callable[[str, object], int]:
         if not _is_int(value) or cast(int, value) < minimum:
             raise invalid(key, value, f"an integer >= {minimum}")
         return cast(int, value)
+
+    return check
+
+
+def int_between(low: int, high: int) -> Callable[[str, object], int]:
+    """The check for an integer from ``low`` to ``high`` (a bool is not one)."""
+
+    def check(key: str, value: object) -> int:
+        if not _is_int(value) or not low <= cast(int, value) <= high:
+            raise invalid(key, value, f"an integer from {low} to {high}")
+        return cast(int, value)
+
+    return check
+
+
+def number_between(low: float, high: float) -> Callable[[str, object], float]:
+    """The check for a finite number from ``low`` to ``high`` (fractions allowed)."""
+
+    def check(key: str, value: object) -> float:
+        if not _is_number(value) or not low <= cast(float, value) <= high:
+            raise invalid(key, value, f"a number from {low:g} to {high:g}")
+        return cast(float, value)
 
     return check
 

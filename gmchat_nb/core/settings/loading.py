@@ -27,6 +27,7 @@ from .chat_settings import (
     rate_limit_layer,
 )
 from .checks import ChatConfigurationError, check_known, invalid, shown
+from .retries import PROVIDER_RETRY_KEYS, ProviderRetrySettings
 
 __all__ = ["load_settings"]
 
@@ -59,14 +60,18 @@ def _layer(raw: Mapping[Any, Any]) -> dict[str, Any]:
         layer["rate_limit"] = rate_limit_layer("rate_limit.", layer["rate_limit"])
     if isinstance(layer.get("audit"), Mapping):
         check_known("audit.", layer["audit"], fields_of(AuditSettings), "setting")
+    if isinstance(layer.get("provider_retries"), Mapping):
+        check_known("provider_retries.", layer["provider_retries"], PROVIDER_RETRY_KEYS, "setting")
     return layer
 
 
 def _merge(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
-    """Apply ``layer`` over ``merged``; ``rate_limit`` and ``audit`` mappings merge by key."""
+    """Apply ``layer`` over ``merged``; ``rate_limit``, ``audit`` and ``provider_retries``
+    mappings merge by key."""
+    nested = RateLimitSettings | AuditSettings | ProviderRetrySettings
     for name, value in layer.items():
         current = merged[name]
-        if isinstance(value, Mapping) and isinstance(current, RateLimitSettings | AuditSettings):
+        if isinstance(value, Mapping) and isinstance(current, nested):
             merged[name] = dataclasses.replace(current, **value)
         else:
             merged[name] = value
@@ -139,8 +144,8 @@ def load_settings(
 
     ``source`` is ``None``, a :class:`ChatSettings`, a mapping, or the path of a YAML file (an
     empty file means no settings). A mapping or file may be wrapped as ``{"CHAT": {...}}`` or
-    ``{"GENERAL_MANAGER": {"CHAT": {...}}}``. ``rate_limit`` and ``audit`` mappings merge key by
-    key over what is already set, other keys replace. GeneralManager's aliases
+    ``{"GENERAL_MANAGER": {"CHAT": {...}}}``. ``rate_limit``, ``audit`` and ``provider_retries``
+    mappings merge key by key over what is already set, other keys replace. GeneralManager's aliases
     (``query_limits``, ``conversation``, and ``rate_limit.max_requests_per_hour`` /
     ``max_tokens_per_hour``) fill a flat key only when the same layer does not give it.
     Raises :class:`ChatConfigurationError` for anything invalid.
