@@ -139,7 +139,8 @@ class Reply:
     - `error_message`: the message put in scripted errors (mid-stream and HTTP).
     - `error_type`: the type of the mid-stream (in-band) error `error_after` sends: anthropic's SSE
       `error` event (default `overloaded_error`), openai's error chunk (default `server_error`);
-      ollama's error line has no type.
+      ollama's error line has no type. With `status`, openai's error JSON carries it as its
+      `type` and `code` (e.g. `insufficient_quota` on a 429).
     - `headers`: extra response headers of an HTTP error answer (`status`), e.g. `Retry-After`.
     - `structured`: a structured answer (normally a dict; any JSON value). Sent as the JSON text
       of the message (openai, ollama; also anthropic when streaming), or as the `tool_use` input of
@@ -317,19 +318,33 @@ class VendorServer:
             )
         return body, self._scripts[vendor].pop(0)
 
-    def _error_body(self, vendor: Vendor, status: int, message: str) -> dict[str, Any]:
-        if vendor == "openai":
-            kind = _OPENAI_ERROR_TYPE.get(status, "server_error")
-            return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    def _error_body(
+        self, vendor: Vendor, status: int, message: str, kind: str | None = None
+    ) -> dict[str, Any]:
+        if vendor == "openai":  # ``kind`` (e.g. insufficient_quota) is then its type and code
+            return {
+                "error": {
+                    "message": message,
+                    "type": kind or _OPENAI_ERROR_TYPE.get(status, "server_error"),
+                    "param": None,
+                    "code": kind,
+                }
+            }
         if vendor == "anthropic":
             kind = _ANTHROPIC_ERROR_TYPE.get(status, "api_error")
             return {"type": "error", "error": {"type": kind, "message": message}}
         return {"error": message}
 
     def _error_response(
-        self, vendor: Vendor, status: int, message: str, headers: dict[str, str] | None = None
+        self,
+        vendor: Vendor,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        *,
+        kind: str | None = None,
     ) -> web.Response:
-        body = self._error_body(vendor, status, message)
+        body = self._error_body(vendor, status, message, kind)
         return web.json_response(body, status=status, headers=headers or None)
 
     async def _wait_closing(self, timeout: float | None = None) -> bool:
@@ -357,7 +372,9 @@ class VendorServer:
         if reply.delay > 0 and await self._wait_closing(reply.delay):
             return web.Response(status=503, text="VendorServer stopped")
         if reply.status != 200:
-            return self._error_response(vendor, reply.status, reply.error_message, reply.headers)
+            return self._error_response(
+                vendor, reply.status, reply.error_message, reply.headers, kind=reply.error_type
+            )
         if not streaming(body):
             if reply.stall_after is not None:
                 await self._wait_closing()

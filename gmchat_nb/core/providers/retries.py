@@ -16,7 +16,8 @@ type:
   Ollama error line that says the server is busy or overloaded.
 
 Never asked again: any other 4xx (400, 401, 403, 404, 413, 422, ...), a context-length error
-whatever its status, a refusal or a malformed answer (a :class:`~.base.ProviderError` without
+whatever its status, an answer whose vendor says not to (``x-should-retry: false``) or whose
+error kind no wait cures (OpenAI's 429 ``insufficient_quota``), a refusal or a malformed answer (a :class:`~.base.ProviderError` without
 :class:`~.base.Transient`), the turn's own deadlines (:class:`~.completion.ProviderTimeout`:
 ``timeout_seconds`` bounds each attempt's first event and still ends the turn with
 ``deadline_exceeded``), and **anything after the first event was yielded**: a failure once output
@@ -97,6 +98,8 @@ _IN_BAND_STATUS: Mapping[str, int] = MappingProxyType(
         "overloaded_error": 529,
     }
 )
+# Error kinds that come with a retryable status but that no wait cures.
+_NEVER_KINDS = frozenset({"insufficient_quota"})
 _CONTEXT_LENGTH = re.compile(
     r"context[ _-]?(?:length|window)|maximum context|prompt is too long",
     re.IGNORECASE,
@@ -136,9 +139,12 @@ def transient_failure(
         return error.transient
     if isinstance(error, TimeoutError) or _mentions_context_length(error):
         return None  # our own deadlines; a prompt too long stays too long
+    headers = headers or _headers(error)
+    if _vendor_declines(error, headers):
+        return None
     status = _status(error)
     if status is not None and 400 <= status <= 599:
-        return _judged(status, f"HTTP {status}", retry_after(headers or _headers(error)))
+        return _judged(status, f"HTTP {status}", retry_after(headers))
     in_band = _in_band(error)
     if in_band is not None:
         kind, status = in_band
@@ -344,18 +350,34 @@ def _headers(error: BaseException) -> Mapping[str, str] | None:
     return headers if isinstance(headers, Mapping) else None
 
 
-def _in_band(error: BaseException) -> tuple[str, int] | None:
-    """The in-band error type (or code) an SDK error's body names and the status it stands
-    for (only errors with a ``body``: the SDKs' ``APIError``)."""
+def _vendor_declines(error: BaseException, headers: Mapping[str, str] | None) -> bool:
+    """Whether the vendor said asking again will not help: OpenAI's ``x-should-retry: false``
+    header (which its own SDK obeys), or an error kind no wait cures (OpenAI's 429
+    ``insufficient_quota``: the account's balance, not its rate)."""
+    lowered = {str(name).lower(): str(value) for name, value in (headers or {}).items()}
+    if lowered.get("x-should-retry", "").strip().lower() == "false":
+        return True
+    return any(kind in _NEVER_KINDS for kind in _error_kinds(error))
+
+
+def _error_kinds(error: BaseException) -> list[Any]:
+    """The error types and codes an SDK error names, on itself and in its body (only errors
+    with a ``body``: the SDKs' ``APIError``)."""
     if not hasattr(error, "body"):
-        return None
+        return []
     body = getattr(error, "body", None)
     inner = body.get("error") if isinstance(body, Mapping) else None
-    candidates = [getattr(error, "type", None), getattr(error, "code", None)]
+    kinds = [getattr(error, "type", None), getattr(error, "code", None)]
     for holder in (body, inner):
         if isinstance(holder, Mapping):
-            candidates += [holder.get("type"), holder.get("code")]
-    for candidate in candidates:
+            kinds += [holder.get("type"), holder.get("code")]
+    return kinds
+
+
+def _in_band(error: BaseException) -> tuple[str, int] | None:
+    """The in-band error type (or code) an SDK error's body names and the status it stands
+    for."""
+    for candidate in _error_kinds(error):
         if isinstance(candidate, str) and candidate in _IN_BAND_STATUS:
             return candidate, _IN_BAND_STATUS[candidate]
         number = candidate if isinstance(candidate, int) else None

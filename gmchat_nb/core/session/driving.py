@@ -132,8 +132,8 @@ class TurnDriving(SessionTurnIO):
                 events = resumed_turn(loop, messages, state, *resumed)
             async for event in events:
                 sequence += 1
-                if isinstance(event, Done) and retries.retries:
-                    event = dataclasses.replace(event, attempts=retries.summary())
+                if isinstance(event, Done) and (attempts := retries.summary()) is not None:
+                    event = dataclasses.replace(event, attempts=attempts)
                 numbered = event.numbered(sequence)
                 if cut_off is not None:
                     numbered = dataclasses.replace(numbered, continues_after=cut_off)

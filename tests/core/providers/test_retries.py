@@ -151,6 +151,29 @@ async def test_a_context_length_error_is_never_retried_whatever_its_status(
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
+async def test_a_429_the_vendor_says_not_to_retry_is_not_retried(
+    server: VendorServer, vendor: str
+) -> None:
+    """``x-should-retry: false`` (OpenAI's own SDK obeys it) wins over a retryable status."""
+    refused = Reply(status=429, headers={"x-should-retry": "false", "Retry-After": "0"})
+    with pytest.raises(ProviderError, match="HTTP 429") as caught:
+        await streamed(server, vendor, [refused, Reply(text="ok")])
+    assert caught.value.transient is None
+    assert len(server.requests[vendor]) == 1  # type: ignore[index]
+
+
+async def test_openai_s_insufficient_quota_429_is_not_retried(server: VendorServer) -> None:
+    """A 429 for an exhausted balance, not a rate: no wait cures it."""
+    broke = Reply(status=429, error_type="insufficient_quota", error_message="quota exceeded")
+    with pytest.raises(ProviderError, match="HTTP 429") as caught:
+        await streamed(server, "openai", [broke, Reply(text="ok")])
+    assert caught.value.transient is None
+    assert len(server.requests["openai"]) == 1
+    events, _, _ = await streamed(server, "openai", [Reply(status=429), Reply(text="ok")])
+    assert text(events) == "ok"  # a plain rate limit still is
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
 async def test_a_failure_after_output_is_not_retried(server: VendorServer, vendor: str) -> None:
     broken = Reply(text=["shown ", "then cut"], error_after=FIRST_TEXT_AFTER[vendor])
     server.script(vendor, [broken, Reply(text="never asked")])  # type: ignore[arg-type]
