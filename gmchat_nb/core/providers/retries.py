@@ -32,6 +32,9 @@ The wait before asking again is what the vendor asked for (``retry-after-ms``, t
 2 s, ... plus up to 0.5 s), never more than ``max_wait_seconds``. Each retry is logged at WARNING
 with its reason (the status) and its wait; a turn's :class:`ProviderRetries` counts them for its
 ``done`` event (``attempts``).
+
+Over 400 lines: the classification (statuses, in-band kinds, headers, connection errors of each
+SDK) and the retry owner that reads it are one decision; split, each would import the other.
 """
 
 from __future__ import annotations
