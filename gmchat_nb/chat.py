@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .core.events import ChatEvent, ToolResult, event_from_dict
+from .core.events import ChatEvent, ToolResult, answer_text, event_from_dict
 from .core.frames import flatten_row
 from .core.project import Project
 from .core.project.project import QueryOutcome
@@ -36,6 +36,7 @@ from .core.session.messages import text_refusal
 from .core.settings import ChatSettings, load_settings
 from .core.store import Admission, ChatStore, TurnConflict
 from .core.store.records import FINAL_TURN_STATES
+from .core.trace import TurnTrace
 from .core.turns import SERVER_STOPPED
 
 if TYPE_CHECKING:
@@ -55,6 +56,10 @@ class Turn:
     date_columns: dict[str, set[str]] = field(default_factory=dict)
     turn_id: str | None = None  # the turn's id in the store's journal
     positions: dict[int, int] = field(default_factory=dict)  # sequence -> journal position
+    # what the turn did, step by step (model requests, retries, tool calls, guard and gate
+    # decisions, timings): ``trace.to_dict()`` / ``trace.to_json()``; None for a turn this
+    # process did not run (one rejoined or replayed)
+    trace: TurnTrace | None = None
 
     def add(self, payload: dict[str, Any]) -> None:
         """Take one event of the turn. The first event a new driver wrote after a crash drops
@@ -66,8 +71,8 @@ class Turn:
 
     @property
     def answer(self) -> str:
-        """The assistant's text (all text_chunk contents)."""
-        return "".join(e["content"] for e in self.events if e["type"] == "text_chunk")
+        """The assistant's text: its text_chunk contents, without those a stream_reset withdrew."""
+        return answer_text(self.events)
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -234,6 +239,8 @@ class Chat:
                 yield event
         finally:  # a stopped turn too: the widget places it in the journal
             turn.turn_id = session.turn_id
+            if ran_here:
+                turn.trace = session.trace
             if turn.turn_id is not None:
                 turn.positions = (
                     dict(session.positions)

@@ -8,7 +8,17 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from .chat import Chat
-from .core.events import ChatEvent, ConfirmMutation, Done, Error, TextChunk, ToolCall, ToolResult
+from .core.events import (
+    ChatEvent,
+    ConfirmMutation,
+    Done,
+    Error,
+    Notice,
+    StreamReset,
+    TextChunk,
+    ToolCall,
+    ToolResult,
+)
 from .core.frames import flatten_row
 
 __all__ = ["ask_in_terminal", "render_table"]
@@ -53,6 +63,15 @@ def _text_chunk(event: TextChunk, out: TextIO, numbers: dict[str, int]) -> None:
     out.flush()
 
 
+def _stream_reset(event: StreamReset, out: TextIO, numbers: dict[str, int]) -> None:
+    # a terminal cannot take back what it printed: it says the text above is withdrawn
+    print(f"\n[the answer above was withdrawn: {event.reason}; asking again]", file=out)
+
+
+def _notice(event: Notice, out: TextIO, numbers: dict[str, int]) -> None:
+    print(f"\n· {event.message}", file=out)
+
+
 def _tool_call(event: ToolCall, out: TextIO, numbers: dict[str, int]) -> None:
     numbers[event.id] = number = len(numbers) + 1
     print(f"→ [{number}] {event.name} {json.dumps(event.args, ensure_ascii=False)}", file=out)
@@ -92,6 +111,8 @@ RENDERERS: dict[str, Callable[[Any, TextIO, dict[str, int]], None]] = {
     ConfirmMutation.type: _confirm_mutation,
     Done.type: _done,
     Error.type: _error,
+    StreamReset.type: _stream_reset,
+    Notice.type: _notice,
 }
 
 

@@ -43,12 +43,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gmchat_nb.core.frames",
         "gmchat_nb.core.audit",
     ),
+    # A turn's trace (the record of what it did, sanitized as the audit is), then its export to
+    # OpenTelemetry.
+    ("gmchat_nb.core.trace",),
+    ("gmchat_nb.core.telemetry",),
     # The project and its API: schema index, compiler, executors, the tools, demo projects.
     ("gmchat_nb.core.project",),
+    # A turn's defences, pure and deterministic: data kept as data, the loop guard, the
+    # completion gates (they read the tool declarations).
+    ("gmchat_nb.core.guards",),
     # What works on a project, each on its own: the model adapters, the system prompt and the
     # settings (which check allowed mutations against a project).
     ("gmchat_nb.core.providers", "gmchat_nb.core.prompt", "gmchat_nb.core.settings"),
     # One turn's engine, and the limiter that counts provider usage.
+    # What a turn's engines share: its state, limits and the session they are driven through.
+    ("gmchat_nb.core.turn_state",),
     ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit", "gmchat_nb.core.planned"),
     # Persistence belongs to the session: nothing below it (loop, providers, project and its tools)
     # may reach the store.

@@ -131,6 +131,8 @@ class Reply:
       `eval_count` on the done line.
     - `error_after`: send this many stream events, then a vendor error mid-stream and end the body.
       Non-streaming requests get an HTTP 500 in the vendor's error shape instead.
+    - `cut_after`: send this many stream events, then drop the connection without ending the body
+      (a proxy or a network that cut the answer off: the SDK sees an incomplete chunked body).
     - `stall_after`: send this many stream events, then hang without closing until the server stops.
       Non-streaming requests never get an answer (until the server stops).
     - `status`: answer with this HTTP error status and the vendor's error JSON instead of a stream.
@@ -152,6 +154,7 @@ class Reply:
     finish: Finish | None = None
     usage: tuple[int, int] = (0, 0)
     error_after: int | None = None
+    cut_after: int | None = None
     stall_after: int | None = None
     status: int = 200
     delay: float = 0.0
@@ -389,6 +392,8 @@ class VendorServer:
             cut = min(cut, reply.error_after)
         if reply.stall_after is not None:
             cut = min(cut, reply.stall_after)
+        if reply.cut_after is not None:
+            cut = min(cut, reply.cut_after)
         response = web.StreamResponse(
             status=200, headers={"Content-Type": content_type, "Cache-Control": "no-cache"}
         )
@@ -398,6 +403,10 @@ class VendorServer:
                 if reply.pace and number and await self._wait_closing(reply.pace):
                     return response
                 await response.write(event)  # each write goes to the socket: the stream streams
+            if reply.cut_after is not None and reply.cut_after <= len(events):
+                if request.transport is not None:
+                    request.transport.abort()  # no final chunk: the body is incomplete
+                return response
             if reply.error_after is not None and (
                 reply.stall_after is None or reply.error_after <= reply.stall_after
             ):

@@ -9,6 +9,7 @@ fields that clients ignore. Every public error code and its fixed, non-sensitive
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
 
@@ -18,9 +19,12 @@ __all__ = [
     "ConfirmMutation",
     "Done",
     "Error",
+    "Notice",
+    "StreamReset",
     "TextChunk",
     "ToolCall",
     "ToolResult",
+    "answer_text",
     "error_event",
     "event_from_dict",
 ]
@@ -45,6 +49,9 @@ ERROR_MESSAGES: dict[str, str] = {
     # Not in GeneralManager: the journal's terminal event of a turn that stopped before it could
     # end (a client that went away, a server that was killed); see core/recovery.py.
     "interrupted": "The request was interrupted before it finished.",
+    # Not in GeneralManager: a question refused by ``injection.question: refuse`` (it tries to
+    # override the assistant's instructions).
+    "input_refused": "The message was refused by this chat's input policy.",
     # Planned read orchestration's stable reasons (spec: PLANNED_PUBLIC_MESSAGES).
     "invalid_plan": "I could not prepare a safe plan for that request.",
     "manager_unresolved": "I could not resolve the required application data.",
@@ -118,12 +125,15 @@ class ToolResult(_Event):
     ``duration_ms`` is how long the tool worked, measured in the kernel around its execution
     (never the wait for a human's decision); absent when nothing ran (a rejected mutation).
     Neither is part of what the model receives. A planned turn's results also carry their
-    ``task_id`` and ``evidence_id`` (``task_1:query:1``).
+    ``task_id`` and ``evidence_id`` (``task_1:query:1``). ``flags`` (gmchat_nb's addition) marks
+    text in the result that looks written for the model rather than for a person
+    (``[{path, reasons, excerpt}]``: instructions, chat-template tokens, tool names, markdown
+    images, URLs with query strings, invisible characters); the read is not blocked.
     """
 
     type: ClassVar[str] = "tool_result"
     _optional: ClassVar[frozenset[str]] = frozenset(
-        {"frame", "duration_ms", "task_id", "evidence_id"}
+        {"frame", "duration_ms", "task_id", "evidence_id", "flags"}
     )
     id: str
     name: str
@@ -132,21 +142,57 @@ class ToolResult(_Event):
     duration_ms: float | None = None
     task_id: str | None = None
     evidence_id: str | None = None
+    flags: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfirmMutation(_Event):
     """An allow-listed, validated mutation waits for a human's decision.
 
-    ``expires_in_seconds`` tells a display how long the decision may take.
+    ``expires_in_seconds`` tells a display how long the decision may take. ``provenance``
+    (gmchat_nb's addition) says where the input came from: ``from_data`` lists the input paths
+    whose values are not in the user's words (the model took them from data or made them up) and
+    ``flagged_data_read`` warns that text flagged as suspicious was read in this turn.
     """
 
     type: ClassVar[str] = "confirm_mutation"
-    _optional: ClassVar[frozenset[str]] = frozenset({"expires_in_seconds"})
+    _optional: ClassVar[frozenset[str]] = frozenset({"expires_in_seconds", "provenance"})
     id: str
     mutation: str
     input: dict[str, Any]
     expires_in_seconds: float | None = None
+    provenance: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamReset(_Event):
+    """gmchat_nb's addition: the model request that was streaming failed midway and is asked
+    again (or continued on a fallback provider). Every ``text_chunk`` since the last event of
+    another type is withdrawn: a display removes that text, a reader of the answer drops it
+    (:func:`answer_text`); it never entered the conversation's history. ``reason`` is public
+    and short (``"connection error (RemoteProtocolError)"``, ``"in-band overloaded_error"``).
+    Older clients ignore the type (and would show the withdrawn text twice at worst)."""
+
+    type: ClassVar[str] = "stream_reset"
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(_Event):
+    """gmchat_nb's addition: something the person waiting should know while it happens, which
+    does not change the answer. ``kind``: ``"retry"`` (a model request is asked again after
+    ``details.wait_seconds``), ``"fallback"`` (the turn goes on with another provider:
+    ``details.from``/``to``), ``"loop_guard"`` (a repeated call was answered from its earlier
+    result, or the turn was ended with one final answer), ``"gate"`` (the answer was sent back
+    once for a correction), ``"injection"`` (the question looks like it tries to override the
+    assistant's instructions). ``message`` is a sentence for people; ``details`` is for
+    programs."""
+
+    type: ClassVar[str] = "notice"
+    _optional: ClassVar[frozenset[str]] = frozenset({"details"})
+    kind: str
+    message: str
+    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,14 +206,24 @@ class Done(_Event):
     ``attempts`` (gmchat_nb's addition) is there only when a model request of the turn failed
     before its answer began and was asked again (``provider_retries``):
     ``{"requests": R, "retried": Q, "retries": K}`` -- the turn made R model requests, Q of them
-    were retried, K retries in all (the vendor saw R + K requests).
+    were retried, K retries in all (the vendor saw R + K requests). ``fallbacks`` lists each switch
+    to a ``provider_fallbacks`` provider (``{"from", "to", "reason"}``) when there was one.
+    ``gates`` are the completion gates' verdicts on the answer (``[{name, passed, details}]``,
+    when any gate is on) and ``guards`` what the loop guard and the injection scorer did
+    (``{"repeats", "refusals", "requests", "tool_calls", "stopped_by", "flagged"}``, when
+    anything happened).
     """
 
     type: ClassVar[str] = "done"
-    _optional: ClassVar[frozenset[str]] = frozenset({"orchestration", "attempts"})
+    _optional: ClassVar[frozenset[str]] = frozenset(
+        {"orchestration", "attempts", "fallbacks", "gates", "guards"}
+    )
     usage: dict[str, int]
     orchestration: dict[str, Any] | None = None
     attempts: dict[str, int] | None = None
+    fallbacks: list[dict[str, str]] | None = None
+    gates: list[dict[str, Any]] | None = None
+    guards: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,8 +237,19 @@ class Error(_Event):
     retry_after_seconds: int | None = None
 
 
-ChatEvent = TextChunk | ToolCall | ToolResult | ConfirmMutation | Done | Error
-EventType = Literal["text_chunk", "tool_call", "tool_result", "confirm_mutation", "done", "error"]
+ChatEvent = (
+    TextChunk | ToolCall | ToolResult | ConfirmMutation | Done | Error | StreamReset | Notice
+)
+EventType = Literal[
+    "text_chunk",
+    "tool_call",
+    "tool_result",
+    "confirm_mutation",
+    "done",
+    "error",
+    "stream_reset",
+    "notice",
+]
 
 
 def error_event(
@@ -201,7 +268,8 @@ def error_event(
 
 
 _BY_TYPE: dict[str, type[_Event]] = {
-    cls.type: cls for cls in (TextChunk, ToolCall, ToolResult, ConfirmMutation, Done, Error)
+    cls.type: cls
+    for cls in (TextChunk, ToolCall, ToolResult, ConfirmMutation, Done, Error, StreamReset, Notice)
 }
 # Every public event type: each surface that shows events has a renderer for each of these.
 EVENT_TYPES: tuple[str, ...] = tuple(_BY_TYPE)
@@ -214,3 +282,22 @@ def event_from_dict(payload: dict[str, Any]) -> ChatEvent:
         raise ValueError(f"unknown event type {payload.get('type')!r}")
     names = {item.name for item in dataclasses.fields(cls)}
     return cls(**{key: value for key, value in payload.items() if key in names})  # type: ignore[return-value]
+
+
+def answer_text(events: Iterable[ChatEvent | Mapping[str, Any]]) -> str:
+    """The answer a turn's events spell: its ``text_chunk`` contents, without the ones a
+    ``stream_reset`` withdrew (each withdraws the chunks since the last event of another type).
+    Takes event objects or their JSON."""
+    kept: list[str] = []
+    pending: list[str] = []
+    for event in events:
+        kind = event.get("type") if isinstance(event, Mapping) else event.type
+        if kind == TextChunk.type:
+            content = event.get("content") if isinstance(event, Mapping) else event.content  # type: ignore[union-attr]
+            pending.append(str(content or ""))
+            continue
+        if kind != StreamReset.type:
+            kept.extend(pending)
+        pending = []
+    kept.extend(pending)
+    return "".join(kept)

@@ -30,27 +30,31 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from .events import (
     ChatEvent,
     ConfirmMutation,
     Done,
     Error,
+    Notice,
+    StreamReset,
     TextChunk,
     ToolCall,
     ToolResult,
     error_event,
 )
 from .frames import frame_summary
+from .guards.gates import GateResult, correction_request, warning_note
+from .guards.loop_guard import final_answer_request
+from .guards.turn import GuardSettings, TurnGuards
 from .project.errors import ToolError
 from .project.idempotency import mutation_key
 from .project.mutations import PreparedMutation
 from .project.project import Project, QueryOutcome
 from .project.tools import TOOLS, ToolRun, is_read_tool, run_tool
+from .providers.attempts import ProviderRetries, StreamResetEvent
 from .providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -62,7 +66,8 @@ from .providers.base import (
     ToolDefinition,
 )
 from .providers.completion import completed_events
-from .providers.retries import ProviderRetries
+from .trace import TurnTrace
+from .turn_state import Decision, LoopLimits, Transport, TurnIO, TurnState, Waiter
 
 __all__ = [
     "Decision",
@@ -75,8 +80,6 @@ __all__ = [
     "completed_events",
 ]
 
-Transport = Literal["stream", "sse", "http"]
-Decision = Literal["confirmed", "rejected", "timed_out", "unavailable"]
 TRUNCATED = ("length", "max_tokens")
 
 RECOVERY_NO_TOOLS = (
@@ -100,98 +103,6 @@ _DATA_QUESTION = re.compile(
 )
 
 
-@dataclass
-class TurnState:
-    """What a turn has used so far; persisted with a pending confirmation so it can resume."""
-
-    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    rounds: int = 0
-    failures: int = 0
-    mutations: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    recovered: bool = False
-    queried: bool = False
-    tools_used: int = 0
-
-    @property
-    def usage(self) -> TokenUsage:
-        """Tokens over the whole turn."""
-        return TokenUsage(self.input_tokens, self.output_tokens)
-
-    def add_usage(self, usage: TokenUsage) -> None:
-        """Count one provider response's tokens."""
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form for the store."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> TurnState:
-        """Back from :meth:`to_dict`."""
-        known = {name: payload[name] for name in cls.__dataclass_fields__ if name in payload}
-        return cls(**known)
-
-
-@dataclass(frozen=True, slots=True)
-class LoopLimits:
-    """The settings the loop enforces."""
-
-    max_rounds: int
-    max_retries: int
-    max_mutations: int
-    confirm_mutations: frozenset[str]
-    confirm_timeout_seconds: float
-    recover_missing_tool_calls: bool
-    allowed_mutations: frozenset[str] = frozenset()
-
-
-class Waiter(Protocol):
-    """A pending confirmation the loop can wait for."""
-
-    async def wait(self) -> Decision:
-        """The human's decision (or the timeout)."""
-        ...
-
-
-class TurnIO(Protocol):
-    """What the loop needs from its session."""
-
-    async def persist(self, message: Message, state: TurnState) -> None:
-        """Store one new message of the turn."""
-        ...
-
-    async def check_rate(self) -> Error | None:
-        """An error event when a budget forbids another provider round (the turn's progress is
-        written first: a store away for a moment is waited for)."""
-        ...
-
-    async def checkpoint(self) -> None:
-        """Write what the turn has so far (before a data change, and after it)."""
-        ...
-
-    def record_usage(self, usage: TokenUsage) -> None:
-        """Count one response's tokens against the actor's budgets."""
-        ...
-
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
-        """Audit and hooks for one finished tool call."""
-        ...
-
-    def provider_failed(self, error: BaseException) -> None:
-        """Report a provider failure server-side (its details never reach the client)."""
-        ...
-
-    async def open_confirmation(
-        self, call: ToolCallEvent, prepared: PreparedMutation, state: TurnState, *, wait: bool
-    ) -> Waiter:
-        """Persist a pending confirmation; with ``wait``, return something to wait on (without,
-        the turn is suspended and a later confirm request resumes it)."""
-        ...
-
-
 def _milliseconds_since(started: float) -> float:
     """Milliseconds since a ``time.perf_counter()`` reading, to three significant digits."""
     return float(f"{(time.perf_counter() - started) * 1000:.3g}")
@@ -209,6 +120,8 @@ async def complete_text(
             parts.append(event.content)
         elif isinstance(event, DoneEvent):
             usage = event.usage
+        elif isinstance(event, StreamResetEvent):
+            parts.clear()
     return "".join(parts), usage
 
 
@@ -227,6 +140,7 @@ class ToolLoop:
         transport: Transport = "stream",
         outcomes: dict[str, QueryOutcome] | None = None,
         retries: ProviderRetries | None = None,
+        guards: TurnGuards | None = None,
     ) -> None:
         self.project = project
         self.provider = provider
@@ -239,6 +153,12 @@ class ToolLoop:
         self.outcomes: dict[str, QueryOutcome] = {} if outcomes is None else outcomes
         # each round's request is retried at its start (never its tools: they run after it)
         self.retries = retries or ProviderRetries()
+        # the turn's defences (loop guard, data flags, mutation intent, completion gates); off
+        # unless the session gives them
+        self.guards = guards or TurnGuards(GuardSettings.off(), ())
+        self._flags: dict[str, list[dict[str, Any]]] = {}  # call id -> flags of its result
+        self._not_run: set[str] = set()  # calls answered by the loop guard (no hook, no audit)
+        self.trace = TurnTrace()  # what the turn did (the session gives its own, with ids)
 
     async def run(self, messages: list[Message], state: TurnState) -> AsyncIterator[ChatEvent]:
         """Provider rounds until the model answers or a guardrail ends the turn."""
@@ -250,15 +170,19 @@ class ToolLoop:
             if refused is not None:
                 yield refused
                 return
+            if not state.stopped_by and (stop := self.guards.stop_reason()) is not None:
+                yield self._stop(messages, state, stop)
             state.rounds += 1
             budget_spent = state.failures >= self.limits.max_retries
-            offered = [] if budget_spent else self.tools
+            offered = [] if budget_spent or state.stopped_by else self._offered(state)
             if budget_spent:
                 messages.append(Message("system", BUDGET_SPENT))
             text_parts: list[str] = []
             calls: list[ToolCallEvent] = []
             done: DoneEvent | None = None
             buffer = self.limits.recover_missing_tool_calls and not state.recovered
+            vendor, _, model = self.retries.serving(self.provider).label.partition(":")
+            span = self.trace.model_request(provider=vendor, model=model or vendor)
             try:
                 async for event in self.retries.events(self.provider, messages, offered):
                     if isinstance(event, TextChunkEvent):
@@ -267,20 +191,47 @@ class ToolLoop:
                             yield TextChunk(content=event.content)
                     elif isinstance(event, ToolCallEvent):
                         calls.append(event)
-                    else:
+                    elif isinstance(event, DoneEvent):
                         done = event
+                    elif isinstance(event, StreamResetEvent):
+                        # the request is asked again: what it streamed is withdrawn everywhere
+                        if not buffer and any(text_parts):
+                            yield StreamReset(reason=event.reason)
+                        text_parts.clear()
+                        calls.clear()
+                        self.trace.event("stream_reset", span, reason=event.reason)
+                    else:
+                        self.trace.event(event.kind, span, **event.details)
+                        yield Notice(
+                            kind=event.kind, message=event.message, details=dict(event.details)
+                        )
             except TimeoutError as error:
+                self.trace.end(span, error_type="timeout")
                 self.io.provider_failed(error)
                 yield error_event("deadline_exceeded")
                 return
             except ProviderError as error:
+                self.trace.end(span, error_type=type(error).__name__)
                 self.io.provider_failed(error)
                 yield error_event("provider_failed")
                 return
             assert done is not None
+            self.trace.end(
+                span,
+                input_tokens=done.usage.input_tokens,
+                output_tokens=done.usage.output_tokens,
+                finish_reason=done.finish_reason,
+                tool_calls=len(calls),
+            )
             state.add_usage(done.usage)
             self.io.record_usage(done.usage)
             text = "".join(text_parts)
+            usage = done.usage.input_tokens + done.usage.output_tokens
+            self.guards.after_response(text=text, calls=len(calls), tokens=usage)
+            if state.stopped_by or (
+                state.corrected and not all(is_read_tool(c.name) for c in calls)
+            ):
+                calls = []  # a final answer or a correction: tools off, never a change
             if calls:
                 if budget_spent:
                     yield error_event("tool_retry_limit")
@@ -319,8 +270,17 @@ class ToolLoop:
                 )
                 yield error_event("provider_failed")
                 return
+            failed = [gate for gate in self.guards.check_answer(text) if not gate.passed]
+            if failed and not state.corrected and state.rounds < self.limits.max_rounds:
+                async for item in self._correct(messages, state, text, failed, shown=not buffer):
+                    yield item
+                continue
             if buffer and text:
                 yield TextChunk(content=text)
+            if failed:  # corrected once and still failing: shown, with what is not verified
+                note = warning_note(failed)
+                text += note
+                yield TextChunk(content=note)
             if done.finish_reason in TRUNCATED:
                 note = "\n\n(The answer was cut off at the provider's length limit.)"
                 text += note
@@ -328,8 +288,57 @@ class ToolLoop:
             answer = Message("assistant", text)
             messages.append(answer)
             await self.io.persist(answer, state)
-            yield Done(usage=state.usage.to_dict())
+            yield Done(
+                usage=state.usage.to_dict(),
+                gates=self.guards.gates_summary(),
+                guards=self.guards.summary(),
+            )
             return
+
+    def _offered(self, state: TurnState) -> list[ToolDefinition]:
+        """The tools of a round: all, but never ``mutate`` in the gates' corrective request."""
+        if not state.corrected:
+            return self.tools
+        return [tool for tool in self.tools if tool.name != TOOLS.mutate.name]
+
+    def _stop(self, messages: list[Message], state: TurnState, reason: str) -> Notice:
+        """The loop guard ends the turn: one more request, tools off, for the final answer."""
+        state.stopped_by = reason
+        self.guards.stopped(reason)
+        self.trace.event("loop_guard", stopped_by=reason)
+        messages.append(Message("system", final_answer_request(reason)))
+        return Notice(
+            kind="loop_guard",
+            message="The assistant was going round in circles or reached its budget; "
+            "it answers now from what it found.",
+            details={"stopped_by": reason},
+        )
+
+    async def _correct(
+        self,
+        messages: list[Message],
+        state: TurnState,
+        text: str,
+        failed: list[GateResult],
+        *,
+        shown: bool,
+    ) -> AsyncIterator[ChatEvent]:
+        """One corrective request for an answer the gates failed: the draft is withdrawn (when
+        it was shown) and, with the exact claims and facts, sent back (never offering
+        ``mutate``). Neither the draft nor the request enters the conversation's history."""
+        state.corrected = True
+        for gate in failed:
+            self.trace.event("gate", gate=gate.name, passed=False, details=list(gate.details))
+        if shown:
+            yield StreamReset(reason="the answer did not match this turn's data")
+        yield Notice(
+            kind="gate",
+            message="The answer said something this turn's data does not show; "
+            "it is being corrected.",
+            details={"gates": [gate.name for gate in failed]},
+        )
+        messages.append(Message("assistant", text))
+        messages.append(Message("user", correction_request(failed, self.guards.facts())))
 
     async def finish_mutation(
         self,
@@ -350,6 +359,7 @@ class ToolLoop:
             run = ToolRun({"status": "cancelled", "reason": "user_rejected"})
         else:
             run = ToolRun({"status": "cancelled", "reason": "confirmation_timed_out"})
+        self.guards.mutation_ended(prepared.mutation, call.args, decision, prepared.input)
         yield await self.record_result(messages, call, run, state)
 
     # -- rounds --------------------------------------------------------------------------------
@@ -387,7 +397,22 @@ class ToolLoop:
                 }
             )
         else:
+            span = self.trace.tool_call(call_id=call.id, tool=call.name, arguments=call.args)
+            verdict = self.guards.before_call(call.name, call.args)
+            if verdict.action != "run":  # a repeat answered from before, or a refusal
+                self._not_run.add(call.id)
+                self.trace.event("loop_guard", span, action=verdict.action, reason=verdict.reason)
+                self.trace.end(span, status=verdict.action, result=verdict.result)
+                return ToolRun(verdict.result), _milliseconds_since(started)
             run = await run_tool(self.project, call.name, call.args)
+            flags = self.guards.after_call(call.name, call.args, run.result, failed=run.failed)
+            if flags:
+                self._flags[call.id] = flags
+                self.trace.event("injection_flag", span, flags=flags)
+            rows = len(run.outcome.rows) if run.outcome is not None else None
+            self.trace.end(
+                span, status="error" if run.failed else "ok", rows=rows, result=run.result
+            )
         return run, _milliseconds_since(started)
 
     async def _run_mutation(
@@ -416,7 +441,9 @@ class ToolLoop:
             except ToolError as error:
                 run = ToolRun(error.to_result())
             else:
-                run = ToolRun(None)
+                run = ToolRun(self.guards.mutation_refusal(prepared.mutation, call.args))
+                if run.result is not None:  # no change asked for, or one the user rejected
+                    prepared = None
         if prepared is None:
             duration_ms = _milliseconds_since(started)
             yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
@@ -435,6 +462,7 @@ class ToolLoop:
             mutation=prepared.mutation,
             input=prepared.input,
             expires_in_seconds=self.limits.confirm_timeout_seconds,
+            provenance=self.guards.provenance(prepared.input),
         )
         if self.transport == "sse":
             return
@@ -471,26 +499,34 @@ class ToolLoop:
         """
         await self.io.checkpoint()
         key = mutation_key(state.turn_id, call.id, prepared.mutation, prepared.input)
-        effect = asyncio.ensure_future(self._execute(prepared, key))
+        effect = asyncio.ensure_future(self._execute(prepared, key, call.id))
         cancelled: asyncio.CancelledError | None = None
         try:
             run, duration_ms = await asyncio.shield(effect)
         except asyncio.CancelledError as cancel:
             cancelled = cancel
             run, duration_ms = await asyncio.shield(effect)  # a second cancel leaves it to recovery
+        status = "failed" if run.failed else "executed"
+        self.guards.mutation_ended(prepared.mutation, call.args, status, prepared.input)
         result = await self.record_result(messages, call, run, state, duration_ms=duration_ms)
         await asyncio.shield(self.io.checkpoint())  # written even while the turn is cancelled
         if cancelled is not None:
             raise cancelled
         return result
 
-    async def _execute(self, prepared: PreparedMutation, key: str) -> tuple[ToolRun, float]:
+    async def _execute(
+        self, prepared: PreparedMutation, key: str, call_id: str
+    ) -> tuple[ToolRun, float]:
         """The mutation's result and how long it ran (ms); ``key`` is its idempotency key."""
         started = time.perf_counter()
+        span = self.trace.tool_call(
+            call_id=call_id, tool=TOOLS.mutate.name, arguments={"mutation": prepared.mutation}
+        )
         try:
             run = ToolRun(await self.project.execute_mutation(prepared, idempotency_key=key))
         except ToolError as error:
             run = ToolRun(error.to_result())
+        self.trace.end(span, status="error" if run.failed else "ok", result=run.result)
         return run, _milliseconds_since(started)
 
     async def record_result(
@@ -515,9 +551,17 @@ class ToolLoop:
         message = Message("tool", tool_call_id=call.id, tool_name=call.name, tool_result=run.result)
         messages.append(message)
         await self.io.persist(message, state)
-        self.io.tool_finished(call, run)
+        if call.id in self._not_run:
+            self._not_run.discard(call.id)
+        else:
+            self.io.tool_finished(call, run)
         return ToolResult(
-            id=call.id, name=call.name, result=run.result, frame=frame, duration_ms=duration_ms
+            id=call.id,
+            name=call.name,
+            result=run.result,
+            frame=frame,
+            duration_ms=duration_ms,
+            flags=self._flags.pop(call.id, None),
         )
 
     def _recovery(self, messages: list[Message], state: TurnState, text: str) -> str | None:

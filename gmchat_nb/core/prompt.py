@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from .guards.envelope import DATA_RULE
 from .project.index import SchemaIndex
 from .project.schema_view import manager_schema
 from .project.tools import TOOLS
@@ -34,6 +35,7 @@ How to work:
 - Never guess data, fields, filters or relations: use the tools. Call all tools before you write the answer.
 {_TOOL_RULES}
 - A tool error says what was wrong and what would be valid: fix the call and try again.
+- {DATA_RULE}
 
 How to answer:
 - Only from tool results; copy values exactly and label them (material: Steel). Name the kind of rows you list.

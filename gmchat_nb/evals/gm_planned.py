@@ -38,7 +38,17 @@ from typing import Any
 
 import yaml
 
-from ..core.events import ChatEvent, Done, Error, TextChunk, ToolCall, ToolResult
+from ..core.events import (
+    ChatEvent,
+    Done,
+    Error,
+    Notice,
+    StreamReset,
+    TextChunk,
+    ToolCall,
+    ToolResult,
+    answer_text,
+)
 from ..core.planned.catalog import Catalog
 from ..core.planned.roles import RoleProviders
 from ..core.planned.turn import PlannedTurn
@@ -232,6 +242,7 @@ def _take_events(result: GMPlannedResult, events: list[dict[str, Any]]) -> None:
         reader = PLANNED_TRACE_READERS.get(str(event.get("type")))
         if reader is not None:
             reader(result, event)
+    result.answer = answer_text(result.events)
 
 
 def _take_tool_call(result: GMPlannedResult, event: dict[str, Any]) -> None:
@@ -246,8 +257,13 @@ def _take_tool_result(result: GMPlannedResult, event: dict[str, Any]) -> None:
         result.evidence_ids.add(str(event["evidence_id"]))
 
 
-def _take_text_chunk(result: GMPlannedResult, event: dict[str, Any]) -> None:
-    result.answer += str(event.get("content", ""))
+def _take_answer(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    """Text and its withdrawals: the answer is read whole once the events are in
+    (:func:`answer_text`), since a ``stream_reset`` takes back chunks already read."""
+
+
+def _take_notice(result: GMPlannedResult, event: dict[str, Any]) -> None:
+    """Retries, fallbacks, guards: kept in ``result.events`` only."""
 
 
 def _take_error(result: GMPlannedResult, event: dict[str, Any]) -> None:
@@ -264,7 +280,9 @@ def _take_done(result: GMPlannedResult, event: dict[str, Any]) -> None:
 PLANNED_TRACE_READERS: dict[str, Callable[[GMPlannedResult, dict[str, Any]], None]] = {
     ToolCall.type: _take_tool_call,
     ToolResult.type: _take_tool_result,
-    TextChunk.type: _take_text_chunk,
+    TextChunk.type: _take_answer,
+    StreamReset.type: _take_answer,
+    Notice.type: _take_notice,
     Error.type: _take_error,
     Done.type: _take_done,
 }

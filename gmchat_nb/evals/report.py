@@ -6,6 +6,7 @@ frames are all read from the same results with the same dimension counts.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ __all__ = [
     "compare_report",
     "dimension_counts",
     "figures_frame",
+    "guard_lines",
     "outcomes",
     "provider_lines",
     "provider_notes",
@@ -110,6 +112,7 @@ def single_report(
     lines.append(f"{dimension:<20}{passed:>6}{total:>7}{rate_text(passed, total):>9}")
     lines.append(f"Outcomes: {outcomes(results)} ({EVALUATION_CONTRACT})")
     lines.extend(figures_lines(run_figures(results), timings=timings))
+    lines.extend(guard_lines(results))
     lines.extend(provider_lines(results))
     lines.append("")
     header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}"
@@ -135,6 +138,26 @@ def single_report(
         if verbose:
             lines.extend(next_action_lines(results))
     return "\n".join(lines)
+
+
+def _counted(counts: Counter[str]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+
+
+def guard_lines(results: Sequence[CaseResult]) -> list[str]:
+    """``Loop guard:`` (the turns it ended with a forced answer, by reason) and ``Failed gates:``
+    (the completion gates answers still failed after their correction), each only when it
+    happened: a run without either reports as before."""
+    turns = [t for r in results for t in r.turns]
+    stops = Counter(t.stopped_by for t in turns if t.stopped_by)
+    gates = Counter(name for t in turns for name in t.failed_gates)
+    lines = []
+    if stops:
+        stopped = sum(stops.values())
+        lines.append(f"Loop guard: {stopped} of {len(turns)} turns stopped ({_counted(stops)})")
+    if gates:
+        lines.append(f"Failed gates: {_counted(gates)}")
+    return lines
 
 
 def role_lines(results: Sequence[CaseResult]) -> list[str]:
@@ -211,6 +234,7 @@ def compare_report(
                 cells.append(f"{requests / len(rs) if rs else 0.0:>{width}.2f}")
             lines.append(f"{role + ' req/case':<20}" + "".join(cells))
     lines.extend(_figure_rows({p: run_figures(by_provider[p]) for p in providers}, width, timings))
+    lines.extend(_guard_rows(by_provider, width))
     if any(r.status == "unscored" for r in results):
         # GeneralManager's comparison shows rates only; say how many cases the rates leave out
         cells = [
@@ -246,6 +270,19 @@ def _figure_rows(figures: Mapping[str, RunFigures], width: int, timings: bool) -
             ("Output tokens/s", [number(f.tokens_per_second, ".1f") for f in figures.values()])
         )
     return [f"{title:<20}" + "".join(f"{c:>{width}}" for c in cells) for title, cells in rows]
+
+
+def _guard_rows(by_provider: Mapping[str, Sequence[CaseResult]], width: int) -> list[str]:
+    """Per provider, the turns the loop guard stopped and the gates answers still failed; each
+    row only when it is not all zeros."""
+    turns = [[t for r in rs for t in r.turns] for rs in by_provider.values()]
+    stops = [sum(t.stopped_by is not None for t in ts) for ts in turns]
+    gates = [sum(len(t.failed_gates) for t in ts) for ts in turns]
+    rows = []
+    for title, cells in (("Loop-guard stops", stops), ("Failed gates", gates)):
+        if any(cells):
+            rows.append(f"{title:<20}" + "".join(f"{c:>{width}}" for c in cells))
+    return rows
 
 
 def _any(counts: dict[str, dict[str, tuple[int, int]]], dimension: str) -> bool:
@@ -403,6 +440,9 @@ def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
     frame["calls_made"] = [made for made, _ in counts]
     frame["calls_accepted"] = [accepted for _, accepted in counts]
     frame["right_manager"] = pd.Series([r.right_manager for r in results], dtype="object")
+    # the turns the loop guard ended with a forced answer, the gates answers still failed
+    frame["loop_guard_stops"] = [sum(t.stopped_by is not None for t in r.turns) for r in results]
+    frame["failed_gates"] = [sum(len(t.failed_gates) for t in r.turns) for r in results]
     return frame
 
 

@@ -12,7 +12,17 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.events import ConfirmMutation, Done, Error, TextChunk, ToolCall, ToolResult
+from ..core.events import (
+    ConfirmMutation,
+    Done,
+    Error,
+    Notice,
+    StreamReset,
+    TextChunk,
+    ToolCall,
+    ToolResult,
+    answer_text,
+)
 from ..core.providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -149,6 +159,24 @@ class TurnRecord(TurnData):
     # requests and tokens per role (planner, executor, synthesizer, legacy, summary)
     roles: dict[str, dict[str, int]] = field(default_factory=dict)
     orchestration: dict[str, Any] | None = None  # a planned turn's done.orchestration
+    # the done event's defences and provider attempts (None when it had none): the loop guard
+    # and injection scorer (``guards``), the completion gates' verdicts on the answer
+    # (``gates``), the retries (``attempts``) and the switches to a fallback provider
+    guards: dict[str, Any] | None = None
+    gates: list[dict[str, Any]] | None = None
+    attempts: dict[str, int] | None = None
+    fallbacks: list[dict[str, str]] | None = None
+
+    @property
+    def stopped_by(self) -> str | None:
+        """Why the loop guard ended the turn with a forced answer, or None."""
+        reason = (self.guards or {}).get("stopped_by")
+        return str(reason) if reason else None
+
+    @property
+    def failed_gates(self) -> list[str]:
+        """The completion gates the turn's answer still failed (shown with a warning)."""
+        return [str(gate.get("name")) for gate in self.gates or () if not gate.get("passed", True)]
 
 
 @dataclass
@@ -203,6 +231,7 @@ def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRec
     args_by_id: dict[str, dict[str, Any]] = {}
     for event in events:
         TRACE_READERS.get(str(event.get("type")), _skip)(turn, event, args_by_id)
+    turn.answer = answer_text(events)
     return turn
 
 
@@ -227,8 +256,14 @@ def _read_tool_result(
     )
 
 
-def _read_text_chunk(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
-    turn.answer += str(event.get("content", ""))
+def _read_answer(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """Text and its withdrawals: the answer is read whole after the trace (:func:`answer_text`),
+    since a ``stream_reset`` takes back chunks already read."""
+
+
+def _read_notice(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """Retries, fallbacks and guards said while the turn ran: kept in the trace (``done`` carries
+    their counts)."""
 
 
 def _read_confirm_mutation(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
@@ -243,6 +278,12 @@ def _read_error(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
 def _read_done(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
     if event.get("orchestration") is not None:
         turn.orchestration = dict(event["orchestration"])
+    turn.guards = dict(event["guards"]) if event.get("guards") else None
+    turn.gates = [dict(gate) for gate in event["gates"]] if event.get("gates") else None
+    turn.attempts = dict(event["attempts"]) if event.get("attempts") else None
+    turn.fallbacks = (
+        [dict(switch) for switch in event["fallbacks"]] if event.get("fallbacks") else None
+    )
     usage = event.get("usage") or {}
     turn.usage = {
         "input_tokens": int(usage.get("input_tokens", 0)),
@@ -259,7 +300,9 @@ def _skip(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
 TRACE_READERS: dict[str, Callable[[TurnRecord, Mapping[str, Any], Any], None]] = {
     ToolCall.type: _read_tool_call,
     ToolResult.type: _read_tool_result,
-    TextChunk.type: _read_text_chunk,
+    TextChunk.type: _read_answer,
+    StreamReset.type: _read_answer,
+    Notice.type: _read_notice,
     ConfirmMutation.type: _read_confirm_mutation,
     Error.type: _read_error,
     Done.type: _read_done,

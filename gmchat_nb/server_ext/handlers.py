@@ -21,7 +21,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..core.events import Error, TextChunk, error_event
+from ..core.events import Error, answer_text, error_event
 from ..core.session import Actor, ChatSession
 from ..core.store import StoreUnavailableError
 from .requests import Refused, decode_object, optional_string, required_string
@@ -60,7 +60,7 @@ def allow(action: str) -> Callable[[_Method], _Method]:
 
 def envelope(deliveries: list[Delivery], conversation_id: str | None) -> str:
     """``{"events", "answer", "conversation_id"}`` from events already encoded on the engine."""
-    answer = "".join(d.event.content for d in deliveries if isinstance(d.event, TextChunk))
+    answer = answer_text(d.event for d in deliveries)
     return (
         '{"events": ['
         + ", ".join(d.json for d in deliveries)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from ..core.events import ChatEvent, Error, TextChunk, ToolResult
+from ..core.events import ChatEvent, Error, StreamReset, TextChunk, ToolResult, answer_text
 from ..core.project.project import QueryOutcome
 from ..core.project.targets import demo_name
 from ..core.turns import new_turn_id
@@ -170,6 +170,8 @@ class ChatWidget(anywidget.AnyWidget):
                 if isinstance(event, TextChunk):
                     record["answer"] += event.content
                     waiting += len(event.content)
+                if isinstance(event, StreamReset):  # rare: read the answer again, withdrawn
+                    record["answer"] = answer_text(record["events"])
                 urgent = not isinstance(event, TextChunk)
                 due = time.perf_counter() - started >= BATCH_SECONDS or waiting >= BATCH_CHARACTERS
                 if not self.batching or urgent or due:

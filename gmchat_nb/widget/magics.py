@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import Markdown, display
 
 from ..chat import Chat, Turn
-from ..core.events import ChatEvent, Error, TextChunk, ToolCall, ToolResult
+from ..core.events import ChatEvent, Error, Notice, StreamReset, TextChunk, ToolCall, ToolResult
 
 __all__ = ["GmchatMagics", "load_ipython_extension"]
 
@@ -91,6 +91,8 @@ class GmchatMagics(Magics):
                 answer += event.content
             else:
                 steps.append(_step(event))
+            if isinstance(event, StreamReset):  # the broken answer is withdrawn
+                answer = chat.turns[-1].answer if chat.turns else ""
             if not isinstance(event, TextChunk) or time.monotonic() - shown >= UPDATE_SECONDS:
                 handle.update(Markdown(_render(steps, answer)))
                 shown = time.monotonic()
@@ -114,6 +116,10 @@ def _step(event: ChatEvent) -> str:
         return "  ok"
     if isinstance(event, Error):
         return f"**{event.message}** (`{event.code}`)"
+    if isinstance(event, StreamReset):
+        return f"↺ an answer broke off ({event.reason}) and was withdrawn"
+    if isinstance(event, Notice):
+        return f"· {event.message}"
     return ""
 
 

@@ -18,8 +18,12 @@ from gmchat_nb.core.settings import (
     AuditSettings,
     ChatConfigurationError,
     ChatSettings,
+    CompletionGateSettings,
+    InjectionSettings,
+    LoopGuardSettings,
     ProviderRetrySettings,
     RateLimitSettings,
+    TelemetrySettings,
     load_settings,
 )
 
@@ -64,6 +68,11 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "hooks": {},
     "headers": {},
     "provider_retries": ProviderRetrySettings(attempts=3, max_wait_seconds=30),
+    "provider_fallbacks": (),
+    "loop_guard": LoopGuardSettings(),
+    "completion_gates": CompletionGateSettings(),
+    "injection": InjectionSettings(),
+    "telemetry": TelemetrySettings(),
 }
 
 

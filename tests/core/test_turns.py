@@ -187,16 +187,23 @@ async def test_turn_limit(closing: list[Chat]) -> None:
 
 
 async def test_tool_retry_limit_counts_failures_not_lookups(closing: list[Chat]) -> None:
+    # GeneralManager's budget alone (the loop guard would end the same failing call sooner:
+    # tests/core/guards/test_guarded_turns.py)
+    off = {"loop_guard": {"enabled": False}}
     failing = {"tool_calls": [{"name": "query", "args": {"manager": "Nope", "fields": ["x"]}}]}
     # Three successful lookups leave the budget untouched (GeneralManager would stop here).
     _, _, fine = await ask(
-        closing, [{"tool_calls": [QUERY_PARTS]}] * 4 + [{"text": "ok"}], max_retries_per_message=3
+        closing,
+        [{"tool_calls": [QUERY_PARTS]}] * 4 + [{"text": "ok"}],
+        max_retries_per_message=3,
+        **off,
     )
     assert fine.events[-1]["type"] == "done"
     _, provider, turn = await ask(
         closing,
         [failing, failing, failing, {"tool_calls": [QUERY_PARTS]}],
         max_retries_per_message=3,
+        **off,
     )
     assert turn.events[-1]["code"] == "tool_retry_limit"
     last_messages, last_tools = provider.requests[-1]
@@ -205,6 +212,7 @@ async def test_tool_retry_limit_counts_failures_not_lookups(closing: list[Chat])
         closing,
         [failing, failing, failing, {"text": "I could not find it."}],
         max_retries_per_message=3,
+        **off,
     )
     assert answered.events[-1]["type"] == "done" and answered.answer == "I could not find it."
 
@@ -342,7 +350,7 @@ async def test_the_three_confirmation_outcomes(
     closing: list[Chat], decision: bool | None, result: dict[str, Any], springs: int
 ) -> None:
     chat, _ = chat_with(
-        [{"tool_calls": [CREATE]}, {"text": "Done."}],
+        [{"tool_calls": [CREATE]}, {"text": "See the result of your request above."}],
         allowed_mutations=WRITES,
         confirm_mutations=["createPart"],
         confirm_timeout_seconds=0.2,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..project.tools import TOOLS
+from ..providers.attempts import StreamResetEvent
 from ..providers.base import (
     Message,
     ProviderError,
@@ -200,6 +201,9 @@ async def _one_round(
             text.append(event.content)
         elif isinstance(event, ToolCallEvent):
             calls.append(event)
+        elif isinstance(event, StreamResetEvent):  # asked again: the broken answer is withdrawn
+            text.clear()
+            calls.clear()
     return "".join(text), calls
 
 

@@ -4,7 +4,7 @@ Each profile is built once per turn from its own ``provider_config`` (never the 
 spec requires), and every provider request goes through :meth:`RoleProviders.request` or
 :meth:`RoleProviders.structured`, which count requests and tokens per role — the numbers the eval
 reports and ``done.orchestration.requests`` show — and retry a request that fails before its
-answer begins through the turn's :class:`~gmchat_nb.core.providers.retries.ProviderRetries`
+answer begins through the turn's :class:`~gmchat_nb.core.providers.attempts.ProviderRetries`
 (a request counts once however often it was asked again).
 """
 
@@ -14,17 +14,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..providers.attempts import AttemptEvent, ProviderRetries
 from ..providers.base import (
     BaseLLMProvider,
     DoneEvent,
     Message,
     ProviderError,
-    ProviderEvent,
     TokenUsage,
     ToolDefinition,
 )
 from ..providers.registry import create_provider
-from ..providers.retries import ProviderRetries
 from ..settings.planned import DEFAULT_PROFILE, PlannedSettings
 from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
 
@@ -132,7 +131,7 @@ class RoleProviders:
         tools: list[ToolDefinition],
         *,
         stage: str | None = None,
-    ) -> AsyncIterator[ProviderEvent]:
+    ) -> AsyncIterator[AttemptEvent]:
         """One streamed request held to the loop's protocol (timeouts, one Done, text and calls
         made storable); a late provider is a ProviderError like any other failure."""
         provider = self.provider(role)

@@ -16,8 +16,9 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..events import TextChunk
+from ..events import Notice, StreamReset, TextChunk
 from ..project.tools import TOOLS
+from ..providers.attempts import NoticeEvent, StreamResetEvent
 from ..providers.base import Message, ProviderError, TextChunkEvent, ToolCallEvent
 from .evidence import EvidenceRecord
 from .executor import TaskRun
@@ -164,7 +165,7 @@ async def synthesize(
     resolved: list[TaskRun],
     unresolved: list[TaskRun],
     result: Synthesis,
-) -> AsyncIterator[TextChunk]:
+) -> AsyncIterator[TextChunk | StreamReset | Notice]:
     """Stream the answer's chunks; ``result`` collects the text and the citations."""
     ids = list(dict.fromkeys(evidence_id for run in resolved for evidence_id in run.evidence_ids))
     records = [work.evidence.get(evidence_id) for evidence_id in ids]
@@ -180,6 +181,13 @@ async def synthesize(
                     if isinstance(event, TextChunkEvent) and event.content:
                         result.parts.append(event.content)
                         yield TextChunk(content=event.content)
+                    elif isinstance(event, StreamResetEvent) and result.parts:
+                        result.parts.clear()  # asked again: the broken answer is withdrawn
+                        yield StreamReset(reason=event.reason)
+                    elif isinstance(event, NoticeEvent):
+                        yield Notice(
+                            kind=event.kind, message=event.message, details=dict(event.details)
+                        )
         except (ProviderError, TimeoutError) as error:
             work.io.provider_failed(error)
             if result.parts:

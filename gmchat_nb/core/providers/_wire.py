@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..guards.envelope import tool_result_text
 from .base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
 from .retries import transient_failure
 
@@ -74,9 +75,12 @@ def tool_call(call_id: str | None, fallback: str, name: str, raw: Any) -> ToolCa
     return ToolCallEvent(call_id or fallback, name, args, error=error)
 
 
-def result_text(result: Any) -> str:
-    """A tool result as the text a model reads (compact JSON)."""
-    return json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+def result_text(message: Message) -> str:
+    """A tool result message as the text a model reads: a JSON envelope whose ``data`` is the
+    result, kept as data (:func:`~gmchat_nb.core.guards.envelope.tool_result_text`)."""
+    return tool_result_text(
+        message.tool_name or "", message.tool_call_id or "", message.tool_result
+    )
 
 
 def check_config(config: Mapping[str, Any], name: str) -> None:

@@ -247,7 +247,7 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, 
                     {
                         "type": "tool_result",
                         "tool_use_id": message.tool_call_id,
-                        "content": result_text(message.tool_result),
+                        "content": result_text(message),
                     }
                 ],
             )

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._wire import next_call_number, tool_call
+from ._wire import next_call_number, result_text, tool_call
 from .base import (
     STRUCTURED_MIN_TOKENS,
     BaseLLMProvider,
@@ -97,8 +97,7 @@ def _flat(messages: list[Message]) -> list[tuple[str, str]]:
     flat: list[tuple[str, str]] = []
     for message in messages:
         if message.role == "tool":
-            result = json.dumps(message.tool_result, ensure_ascii=False, default=str)
-            flat.append(("user", f"Result of {message.tool_name}: {result}"))
+            flat.append(("user", f"Result of {message.tool_name}: {result_text(message)}"))
         elif message.role == "assistant" and message.tool_calls:
             calls = [{"tool": c.name, "arguments": c.args} for c in message.tool_calls]
             text = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)

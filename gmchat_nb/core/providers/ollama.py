@@ -187,7 +187,7 @@ def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:
             converted.append(
                 {
                     "role": "tool",
-                    "content": result_text(message.tool_result),
+                    "content": result_text(message),
                     "tool_name": message.tool_name,
                 }
             )

@@ -339,7 +339,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 {
                     "role": "tool",
                     "tool_call_id": message.tool_call_id,
-                    "content": result_text(message.tool_result),
+                    "content": result_text(message),
                 }
             )
         elif message.role == "assistant" and message.tool_calls:

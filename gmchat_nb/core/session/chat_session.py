@@ -22,7 +22,6 @@ from ..events import (
     error_event,
     event_from_dict,
 )
-from ..loop import Decision, Transport, TurnState
 from ..planned.catalog import load_catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
@@ -37,6 +36,8 @@ from ..store import (
     TurnRecord,
     TurnStart,
 )
+from ..trace import TurnTrace
+from ..turn_state import Decision, Transport, TurnState
 from ..turns import TurnOwner, TurnWriter
 from .actor import Actor
 from .confirmations import (
@@ -86,6 +87,7 @@ class ChatSession(TurnDriving):
         self.conversation_id = conversation_id
         self.turns = TurnOwner.of(store)
         self.outcomes: dict[str, QueryOutcome] = {}  # the current turn's, by tool call id
+        self.trace: TurnTrace | None = None  # the last turn's trace, from its first step
         self.turn_id: str | None = None  # the latest turn admitted or driven here
         self.positions: dict[int, int] = {}  # its journal positions, by sequence
         self._busy = False

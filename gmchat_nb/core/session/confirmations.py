@@ -8,12 +8,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 
 from ..events import ChatEvent
-from ..loop import Decision, ToolLoop, TurnState
+from ..loop import ToolLoop
 from ..project.errors import ToolError
 from ..project.mutations import PreparedMutation
 from ..project.tools import TOOLS, ToolRun
 from ..providers.base import Message, ToolCallEvent
 from ..store import ChatStore, ConfirmationRecord
+from ..turn_state import Decision, TurnState
 
 __all__ = [
     "UNAVAILABLE",

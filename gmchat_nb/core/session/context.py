@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..loop import TurnIO, TurnState, complete_text
+from ..loop import complete_text
+from ..providers.attempts import ProviderRetries
 from ..providers.base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
-from ..providers.retries import ProviderRetries
 from ..store import ChatStore, StoredMessage
+from ..turn_state import TurnIO, TurnState
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "bounded_context"]
 

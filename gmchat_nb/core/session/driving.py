@@ -17,20 +17,23 @@ from ..events import (
     ConfirmMutation,
     Done,
     Error,
+    StreamReset,
     TextChunk,
     error_event,
     event_from_dict,
 )
-from ..loop import Decision, Transport, TurnState
 from ..planned.catalog import Catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
 from ..store import ConfirmationRecord, TurnLost, TurnRecord
+from ..telemetry import export_trace
+from ..trace import TurnTrace
+from ..turn_state import Decision, Transport, TurnState
 from ..turns import STEP_RETRY_SECONDS, TRANSIENT
 from .confirmations import resumed_turn
 from .context import bounded_context
 from .ending import end_turn, end_turn_eventually, interrupt_turn
-from .engines import planned_turn, provider_retries, tool_loop
+from .engines import planned_turn, provider_retries, tool_loop, turn_guards
 from .turn_io import SessionTurnIO, TurnCancelled
 
 __all__ = ["TAKEN_OVER", "TurnDriving"]
@@ -38,6 +41,11 @@ __all__ = ["TAKEN_OVER", "TurnDriving"]
 log = logging.getLogger(__package__)
 
 TAKEN_OVER = "This request went on in another server after this one lost contact with the store."
+
+
+async def refused_turn() -> AsyncIterator[ChatEvent]:
+    """A question the ``injection.question: refuse`` setting turns away."""
+    yield error_event("input_refused")
 
 
 class TurnDriving(SessionTurnIO):
@@ -52,6 +60,7 @@ class TurnDriving(SessionTurnIO):
     _system_prompt: str
     _catalog: Catalog | None
     _role_providers: dict[str, BaseLLMProvider]
+    trace: TurnTrace | None  # the last turn's trace (``Chat``'s ``Turn.trace``)
 
     async def _drive(
         self,
@@ -83,7 +92,10 @@ class TurnDriving(SessionTurnIO):
         cut_off = covered if covered is not None and covered < sequence else None
         self.outcomes = {}  # this turn's query evidence, by tool call id
         answer: list[str] = []
+        mark = 0  # where the text of the model request now streaming begins
         retries = provider_retries(self.settings)  # the turn's one retry owner and its count
+        trace = self.trace = TurnTrace(conversation_id=conversation_id, turn_id=state.turn_id)
+        status = "unfinished"
         loop = tool_loop(
             self.project,
             self.provider,
@@ -111,8 +123,22 @@ class TurnDriving(SessionTurnIO):
                 pending_tail=resumed is not None,
                 retries=retries,
             )
-            events: AsyncIterator[ChatEvent] = loop.run(messages, state)
-            if self._catalog is not None and resumed is None:
+            loop.guards = guards = turn_guards(self.settings, messages)
+            loop.trace = trace
+            if guards.suspicious_question:  # answered as usual, but on record
+                self.audit.emit(
+                    "suspicious_question",
+                    {
+                        "score": guards.question_score,
+                        "reasons": list(guards.question_reasons),
+                        "refused": guards.refuses_question,
+                        "session_key": conversation_id,
+                    },
+                )
+            events: AsyncIterator[ChatEvent] = (
+                refused_turn() if guards.refuses_question else loop.run(messages, state)
+            )
+            if self._catalog is not None and resumed is None and not guards.refuses_question:
                 planned = planned_turn(
                     self.project,
                     self.provider,
@@ -132,15 +158,22 @@ class TurnDriving(SessionTurnIO):
                 events = resumed_turn(loop, messages, state, *resumed)
             async for event in events:
                 sequence += 1
-                if isinstance(event, Done) and (attempts := retries.summary()) is not None:
-                    event = dataclasses.replace(event, attempts=attempts)
+                if isinstance(event, Done):
+                    event = dataclasses.replace(
+                        event, attempts=retries.summary(), fallbacks=retries.fallbacks or None
+                    )
                 numbered = event.numbered(sequence)
                 if cut_off is not None:
                     numbered = dataclasses.replace(numbered, continues_after=cut_off)
                     cut_off = None
                 if isinstance(event, TextChunk):
                     answer.append(event.content)
+                else:
+                    if isinstance(event, StreamReset):  # withdrawn text is not the answer
+                        del answer[mark:]
+                    mark = len(answer)
                 if isinstance(numbered, Done | Error):
+                    status = numbered.type if isinstance(numbered, Done) else numbered.code
                     ending = True  # written before anyone sees it:
                     end = functools.partial(end_turn, writer, numbered)
                     await writer.write_eventually(end, within=STEP_RETRY_SECONDS)
@@ -191,6 +224,8 @@ class TurnDriving(SessionTurnIO):
             self._writer = None
             if not handed_over:
                 writer.close()
+            trace.finish(status=status)
+            export_trace(trace, llm_spans=self.settings.telemetry.llm_spans)
         if answer:
             self.audit.emit(
                 "assistant_message",

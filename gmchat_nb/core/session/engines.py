@@ -5,33 +5,46 @@ retry owner and one count of its retries for its ``done`` event."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from ..audit import AuditLog
 from ..events import Error
-from ..loop import LoopLimits, ToolLoop, Transport, TurnIO, TurnState
+from ..guards.loop_guard import Budgets
+from ..guards.turn import GuardSettings, TurnGuards
+from ..loop import ToolLoop
 from ..planned.catalog import Catalog
 from ..planned.roles import RoleProviders
 from ..planned.turn import PlannedTurn
 from ..planned.work import TurnWork
 from ..project.project import Project, QueryOutcome
 from ..project.tools import run_tool
-from ..providers.base import BaseLLMProvider, TokenUsage, ToolDefinition
-from ..providers.retries import ProviderRetries, RetryPolicy
+from ..providers.attempts import FallbackChain, ProviderRetries
+from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolDefinition
+from ..providers.registry import create_provider
+from ..providers.retries import RetryPolicy
 from ..settings import ChatSettings
+from ..turn_state import LoopLimits, Transport, TurnIO, TurnState
 from .actor import Actor
 
-__all__ = ["planned_turn", "provider_retries", "tool_loop"]
+__all__ = ["planned_turn", "provider_retries", "tool_loop", "turn_guards"]
 
 
 def provider_retries(settings: ChatSettings) -> ProviderRetries:
-    """One turn's retry owner, as ``provider_retries`` says (``attempts: 1``: none)."""
+    """One turn's retry owner, as ``provider_retries`` says (``attempts: 1``: none), with the
+    ``provider_fallbacks`` chain (each fallback built from its spec and config only when the turn
+    first needs it)."""
     configured = settings.provider_retries
     return ProviderRetries(
         RetryPolicy(
             attempts=configured.attempts, max_wait_seconds=float(configured.max_wait_seconds)
-        )
+        ),
+        FallbackChain(settings.provider_fallbacks, _fallback_provider),
     )
+
+
+def _fallback_provider(entry: Any) -> BaseLLMProvider:
+    return create_provider(entry.provider, dict(entry.provider_config))
 
 
 def tool_loop(
@@ -66,6 +79,50 @@ def tool_loop(
         transport=transport,
         outcomes=outcomes,
         retries=retries,
+    )
+
+
+def turn_guards(settings: ChatSettings, messages: Sequence[Message]) -> TurnGuards:
+    """The defences of a turn whose context is ``messages``, as the settings switch them: the
+    user's own words of this turn are the messages after the last answer or tool result."""
+    user_texts: list[str] = []
+    position = len(messages)
+    while position and messages[position - 1].role not in ("assistant", "tool"):
+        position -= 1
+        if messages[position].role == "user":
+            user_texts.insert(0, messages[position].content)
+    if not user_texts:  # a turn resumed after a confirmation: its question is further back
+        asked = [i for i, m in enumerate(messages) if m.role == "user"]
+        if asked:
+            position = asked[-1]
+            while position and messages[position - 1].role == "user":
+                position -= 1
+            user_texts = [m.content for m in messages[position : asked[-1] + 1]]
+    context: list[Any] = []  # what a follow-up's numbers may rest on
+    for message in messages[:position]:
+        if message.role == "tool":
+            context.append(message.tool_result)
+        elif message.content:  # earlier answers and a summary, in pieces the gates read
+            text = message.content
+            context.extend(text[start : start + 400] for start in range(0, len(text), 400))
+    guard = settings.loop_guard
+    return TurnGuards(
+        GuardSettings(
+            loop_guard=guard.enabled,
+            budgets=Budgets(
+                model_requests=guard.model_requests,
+                tool_calls=guard.tool_calls,
+                tokens=guard.tokens,
+                seconds=float(guard.seconds),
+            ),
+            gates=settings.completion_gates.enabled,
+            mutation_intent=settings.injection.mutation_intent,
+            flag_results=settings.injection.flag_results,
+            question=settings.injection.question,
+            question_threshold=float(settings.injection.question_threshold),
+        ),
+        user_texts,
+        context,
     )
 
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 
 from ..audit import AuditLog
 from ..events import Error, error_event
-from ..loop import Decision, TurnState
 from ..project.mutations import PreparedMutation
 from ..project.tools import TOOLS, ToolRun
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent
 from ..ratelimit import RateLimiter
 from ..settings import ChatSettings
 from ..store import ChatStore, ConfirmationRecord, TurnLost
+from ..turn_state import Decision, TurnState
 from ..turns import STEP_RETRY_SECONDS, TurnOwner, TurnWriter
 from .actor import Actor
 from .confirmations import ConfirmationWaiter, expire, pending_record, settle

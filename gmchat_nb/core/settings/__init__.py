@@ -19,7 +19,10 @@ The package, one module a job (import from the package, not the modules):
   :class:`AuditSettings`, the check of every key, :data:`DEFAULT_SETTINGS`, the plain and masked
   forms;
 * :mod:`.loading` -- :func:`load_settings`: sources, wrappers, aliases and layering;
-* :mod:`.retries` -- :class:`ProviderRetrySettings`, the ``provider_retries`` block.
+* :mod:`.retries` -- :class:`ProviderRetrySettings`, the ``provider_retries`` block;
+* :mod:`.guards` -- a turn's defences: :class:`FallbackProvider` (``provider_fallbacks``),
+  :class:`LoopGuardSettings`, :class:`CompletionGateSettings`, :class:`InjectionSettings`,
+  :class:`TelemetrySettings`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ from .chat_settings import (
     ToolStrategy,
 )
 from .checks import HOOK_EVENTS, ChatConfigurationError
+from .guards import (
+    CompletionGateSettings,
+    FallbackProvider,
+    InjectionSettings,
+    LoopGuardSettings,
+    TelemetrySettings,
+)
 from .loading import load_settings
 from .retries import ProviderRetrySettings
 
@@ -49,8 +59,13 @@ __all__ = [
     "AuditSettings",
     "ChatConfigurationError",
     "ChatSettings",
+    "CompletionGateSettings",
+    "FallbackProvider",
+    "InjectionSettings",
+    "LoopGuardSettings",
     "ProviderRetrySettings",
     "RateLimitSettings",
+    "TelemetrySettings",
     "ToolStrategy",
     "load_settings",
 ]

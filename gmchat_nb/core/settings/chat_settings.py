@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..project.names import did_you_mean, quoted_or
 from ..project.targets import DEMO_TARGETS
-from . import checks
+from . import checks, guards
 from .checks import ChatConfigurationError, check_known, invalid, shown
+from .guards import CompletionGateSettings, InjectionSettings, LoopGuardSettings, TelemetrySettings
 from .planned import PlannedSettings, check_planned, planned_settings
 from .retries import ProviderRetrySettings, provider_retries
 
@@ -189,10 +190,10 @@ class ChatSettings:
 
     Added for gmchat_nb: ``project`` (a demo name or an http(s) GraphQL URL), ``exposed_managers``
     (``None`` = all the project lists), ``store`` (``None`` = the default SQLite file, a path,
-    ``":memory:"`` or a ``postgresql://`` URL), ``hooks`` (event -> tuple of callables or dotted paths, events in
-    :data:`HOOK_EVENTS`), ``headers`` (HTTP headers sent to a remote project) and
-    ``provider_retries`` (:class:`~.retries.ProviderRetrySettings`: ``attempts``,
-    ``max_wait_seconds``).
+    ``":memory:"`` or a ``postgresql://`` URL), ``hooks`` (:data:`HOOK_EVENTS` -> callables or
+    dotted paths), ``headers`` (HTTP headers sent to a remote project), ``provider_retries``
+    (:class:`~.retries.ProviderRetrySettings`) and a turn's defences (:mod:`.guards`):
+    ``provider_fallbacks``, ``loop_guard``, ``completion_gates``, ``injection``, ``telemetry``.
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``
     and ``planned`` are checked key by key (:mod:`.planned`); :attr:`planned_settings` is their
@@ -229,6 +230,11 @@ class ChatSettings:
     hooks: Mapping[str, tuple[Callable[..., Any] | str, ...]] = field(default_factory=_empty)
     headers: Mapping[str, str] = field(default_factory=_empty)
     provider_retries: ProviderRetrySettings = field(default_factory=ProviderRetrySettings)
+    provider_fallbacks: tuple[guards.FallbackProvider, ...] = ()
+    loop_guard: LoopGuardSettings = field(default_factory=LoopGuardSettings)
+    completion_gates: CompletionGateSettings = field(default_factory=CompletionGateSettings)
+    injection: InjectionSettings = field(default_factory=InjectionSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
 
     def __post_init__(self) -> None:
         for name, check in CHECKS.items():
@@ -348,6 +354,11 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "hooks": checks.hooks,
         "headers": checks.headers,
         "provider_retries": provider_retries,
+        "provider_fallbacks": guards.provider_fallbacks,
+        "loop_guard": guards.loop_guard,
+        "completion_gates": guards.completion_gates,
+        "injection": guards.injection,
+        "telemetry": guards.telemetry,
     }
 )
 
@@ -362,7 +373,7 @@ def _dotted_name(obj: object) -> str:
 
 
 def _plain(value: object) -> Any:
-    if isinstance(value, RateLimitSettings | AuditSettings | ProviderRetrySettings):
+    if isinstance(value, RateLimitSettings | AuditSettings | ProviderRetrySettings | guards.Block):
         return {name: _plain(getattr(value, name)) for name in fields_of(type(value))}
     if value is None or isinstance(value, str | bool | int | float):
         return value

@@ -27,6 +27,7 @@ from .chat_settings import (
     rate_limit_layer,
 )
 from .checks import ChatConfigurationError, check_known, invalid, shown
+from .guards import MERGED_BLOCK_KEYS, Block, completion_gates
 from .retries import PROVIDER_RETRY_KEYS, ProviderRetrySettings
 
 __all__ = ["load_settings"]
@@ -60,15 +61,20 @@ def _layer(raw: Mapping[Any, Any]) -> dict[str, Any]:
         layer["rate_limit"] = rate_limit_layer("rate_limit.", layer["rate_limit"])
     if isinstance(layer.get("audit"), Mapping):
         check_known("audit.", layer["audit"], fields_of(AuditSettings), "setting")
-    if isinstance(layer.get("provider_retries"), Mapping):
-        check_known("provider_retries.", layer["provider_retries"], PROVIDER_RETRY_KEYS, "setting")
+    for name, keys in {"provider_retries": PROVIDER_RETRY_KEYS, **MERGED_BLOCK_KEYS}.items():
+        if isinstance(layer.get(name), Mapping):
+            check_known(f"{name}.", layer[name], keys, "setting")
+    if isinstance(layer.get("completion_gates"), bool):
+        # `completion_gates: false` sets every gate; a later layer's mapping merges onto that.
+        layer["completion_gates"] = completion_gates("completion_gates", layer["completion_gates"])
     return layer
 
 
 def _merge(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
-    """Apply ``layer`` over ``merged``; ``rate_limit``, ``audit`` and ``provider_retries``
-    mappings merge by key."""
-    nested = RateLimitSettings | AuditSettings | ProviderRetrySettings
+    """Apply ``layer`` over ``merged``; ``rate_limit``, ``audit``, ``provider_retries``,
+    ``loop_guard``, ``completion_gates``, ``injection`` and ``telemetry`` mappings merge by key
+    (``provider_fallbacks``, a list, replaces)."""
+    nested = RateLimitSettings | AuditSettings | ProviderRetrySettings | Block
     for name, value in layer.items():
         current = merged[name]
         if isinstance(value, Mapping) and isinstance(current, nested):
@@ -144,8 +150,10 @@ def load_settings(
 
     ``source`` is ``None``, a :class:`ChatSettings`, a mapping, or the path of a YAML file (an
     empty file means no settings). A mapping or file may be wrapped as ``{"CHAT": {...}}`` or
-    ``{"GENERAL_MANAGER": {"CHAT": {...}}}``. ``rate_limit``, ``audit`` and ``provider_retries``
-    mappings merge key by key over what is already set, other keys replace. GeneralManager's aliases
+    ``{"GENERAL_MANAGER": {"CHAT": {...}}}``. ``rate_limit``, ``audit``, ``provider_retries``,
+    ``loop_guard``, ``completion_gates``, ``injection`` and ``telemetry`` mappings merge key by
+    key over what is already set (``completion_gates: false`` sets every gate); other keys
+    (``provider_fallbacks`` among them) replace. GeneralManager's aliases
     (``query_limits``, ``conversation``, and ``rate_limit.max_requests_per_hour`` /
     ``max_tokens_per_hour``) fill a flat key only when the same layer does not give it.
     Raises :class:`ChatConfigurationError` for anything invalid.

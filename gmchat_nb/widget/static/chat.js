@@ -253,6 +253,61 @@ function linkNode(href, children, title) {
   return node("a", children, attrs);
 }
 
+/** The text a reader sees of a node list. */
+function plainText(nodes) {
+  return nodes.map((n) => (typeof n === "string" ? n : n && typeof n === "object" ? plainText(n.children || []) : "")).join("");
+}
+
+/** A URL or address as compared with a link's text: no scheme, no trailing slash, lower case. */
+function bareUrl(text) {
+  return String(text)
+    .trim()
+    .toLowerCase()
+    .replace(/^(?:https?:\/\/|mailto:)/, "")
+    .replace(/\/+$/, "");
+}
+
+/**
+ * Where a link really goes, to show after its text (`Click here (evil.example)`), or "" when its
+ * text already is its own URL (or its host). The host is the parsed one (an international
+ * domain in its ASCII form, with a port when it has one); a mailto link shows its address.
+ * @param {unknown} href
+ * @param {unknown} label the link's visible text
+ * @returns {string}
+ */
+export function linkHost(href, label) {
+  const safe = safeHref(href);
+  if (!safe) return "";
+  let url;
+  try {
+    url = new URL(safe);
+  } catch {
+    return "";
+  }
+  let shown = url.host;
+  if (url.protocol === "mailto:") {
+    try {
+      shown = decodeURIComponent(url.pathname);
+    } catch {
+      shown = url.pathname;
+    }
+  }
+  if (!shown) return "";
+  const text = typeof label === "string" ? label : "";
+  if (text.trim()) {
+    const bare = bareUrl(text);
+    if (safeHref(text.trim()) === safe || bare === bareUrl(safe) || bare === shown.toLowerCase()) return "";
+  }
+  return shown;
+}
+
+/** A link and, when its text is not its own URL, the host it goes to in small text after it. */
+function linkNodes(href, children, title) {
+  const host = linkHost(href, plainText(children));
+  const link = linkNode(href, children, title);
+  return host ? [link, node("span", [` (${host})`], { class: "gmchat-link-host" })] : [link];
+}
+
 /**
  * Parse inline markdown: code spans, emphasis, strong, strikethrough, links, autolinks, bare
  * http(s) URLs, escapes and line breaks. Raw HTML is not recognised: it stays text.
@@ -273,6 +328,9 @@ export function parseInline(src, depth = 0, inLink = false) {
     pushText(out, buf);
     buf = "";
     pushNode(out, item);
+  };
+  const emitLink = (href, children, title) => {
+    for (const item of linkNodes(href, children, title)) emit(item);
   };
   const skipIndent = (k) => {
     while (src[k] === " " || src[k] === "\t") k++;
@@ -318,7 +376,8 @@ export function parseInline(src, depth = 0, inLink = false) {
         // never load images (privacy, no network): a link to the image, or its alt text
         const href = safeHref(link.href);
         const alt = link.label || "image";
-        emit(href ? linkNode(href, [`[image: ${alt}]`], link.title) : alt);
+        if (href) emitLink(href, [`[image: ${alt}]`], link.title);
+        else emit(alt);
         i = link.end;
         continue;
       }
@@ -328,7 +387,7 @@ export function parseInline(src, depth = 0, inLink = false) {
       if (link) {
         const children = parseInline(link.label, depth + 1, true);
         const href = safeHref(link.href);
-        if (href) emit(linkNode(href, children, link.title));
+        if (href) emitLink(href, children, link.title);
         else {
           pushText(out, buf);
           buf = "";
@@ -346,7 +405,7 @@ export function parseInline(src, depth = 0, inLink = false) {
       const match = auto || mail;
       if (match) {
         const href = safeHref(auto ? match[1] : `mailto:${match[1]}`);
-        if (href) emit(linkNode(href, [match[1]]));
+        if (href) emitLink(href, [match[1]]);
         else buf += match[0];
         i += match[0].length;
         continue;
@@ -359,7 +418,7 @@ export function parseInline(src, depth = 0, inLink = false) {
         const url = trimUrl(match[0]);
         const href = safeHref(url);
         if (href) {
-          emit(linkNode(href, [url]));
+          emitLink(href, [url]);
           i += url.length;
           continue;
         }
@@ -717,6 +776,8 @@ export function treeToHtml(nodes) {
  * Markdown tree -> DOM (the thin, allow-listed layer)
  * ========================================================================================== */
 
+const LINK_HOST_CLASS = "gmchat-link-host";
+
 const ALLOWED_TAGS = new Set([
   "p", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li",
   "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "a",
@@ -738,6 +799,15 @@ export function appendMarkdown(parent, nodes) {
     if (!n || typeof n !== "object") continue;
     const children = Array.isArray(n.children) ? n.children : [];
     const attrs = n.attrs || {};
+    if (n.tag === "span" && attrs.class === LINK_HOST_CLASS) {
+      // where a link really goes, in small text after it (see linkHost)
+      const span = doc.createElement("span");
+      span.className = LINK_HOST_CLASS;
+      span.setAttribute("data-testid", "link-host");
+      appendMarkdown(span, children);
+      parent.appendChild(span);
+      continue;
+    }
     if (!ALLOWED_TAGS.has(n.tag)) {
       appendMarkdown(parent, children);
       continue;
@@ -1149,6 +1219,93 @@ export function hiddenInputs(calculation) {
   const shown = Array.isArray(calculation?.inputs) ? calculation.inputs.length : 0;
   return Math.max(0, wholeNumber(calculation?.input_count) - shown);
 }
+
+/* ============================================================================================
+ * Guards: pure helpers
+ *
+ * A tool result's `flags` mark text in the data that looks written for the model (core/guards/
+ * scorer.py); a confirmation's `provenance` says which input values are not in the user's words.
+ * Both carry data (paths, excerpts): shown as text only.
+ * ========================================================================================== */
+
+// A flag's reasons (scorer.REASONS) in the words a reader needs.
+const FLAG_REASON_TEXTS = {
+  instruction: "instructions to the assistant",
+  chat_template: "chat-template tokens",
+  tool_name: "tool names",
+  markdown_image: "a markdown image",
+  url_query: "a URL with a query string",
+  invisible: "invisible characters",
+};
+
+/** A flag's reason in plain words (an unknown reason as it is). */
+export function flagReasonText(reason) {
+  if (typeof reason === "string" && Object.hasOwn(FLAG_REASON_TEXTS, reason)) return FLAG_REASON_TEXTS[reason];
+  return formatCell(reason) || "suspicious text";
+}
+
+/**
+ * A tool result's flags as `{path, reasons, excerpt}` with string fields (malformed entries left out).
+ * @param {unknown} flags
+ * @returns {{path: string, reasons: string[], excerpt: string}[]}
+ */
+export function resultFlags(flags) {
+  if (!Array.isArray(flags)) return [];
+  return flags
+    .filter((flag) => flag && typeof flag === "object" && !Array.isArray(flag))
+    .map((flag) => ({
+      path: formatCell(flag.path) || "$",
+      reasons: (Array.isArray(flag.reasons) ? flag.reasons : [flag.reasons]).map(formatCell).filter(Boolean),
+      excerpt: formatCell(flag.excerpt),
+    }));
+}
+
+/** The badge of a flagged result: `⚠ 3 suspicious fields`. */
+export function flagsLabel(count) {
+  return `\u26a0 ${plural(wholeNumber(count), "suspicious field")}`;
+}
+
+/** One flag in a line: `data[0].name: instructions to the assistant, a markdown image`. */
+export function flagText(flag) {
+  const reasons = (flag.reasons || []).map(flagReasonText).join(", ");
+  return reasons ? `${flag.path}: ${reasons}` : flag.path;
+}
+
+/**
+ * A confirmation's provenance: the input paths whose values are not in the user's words, and
+ * whether text flagged as suspicious was read in the turn.
+ * @returns {{fromData: string[], flagged: boolean}}
+ */
+export function confirmProvenance(provenance) {
+  if (!provenance || typeof provenance !== "object" || Array.isArray(provenance)) return { fromData: [], flagged: false };
+  const paths = Array.isArray(provenance.from_data) ? provenance.from_data : [];
+  return {
+    fromData: [...new Set(paths.map(formatCell).filter(Boolean))],
+    flagged: provenance.flagged_data_read === true,
+  };
+}
+
+/**
+ * Which top-level input key each provenance path belongs to (`supplier.name` and `lines[0]`
+ * belong to `supplier` and `lines`; the longest key that fits wins); paths no key fits map to null.
+ * @param {string[]} keys
+ * @param {string[]} paths
+ * @returns {Map<string, string | null>} path -> key
+ */
+export function pathsByKey(keys, paths) {
+  const out = new Map();
+  for (const path of paths) {
+    let best = null;
+    for (const key of keys) {
+      const fits = path === key || path.startsWith(`${key}.`) || path.startsWith(`${key}[`);
+      if (fits && (best === null || key.length > best.length)) best = key;
+    }
+    out.set(path, best);
+  }
+  return out;
+}
+
+export const FLAGGED_WARNING = "Text that looks like instructions was read in this turn; check this change carefully.";
 
 /* ============================================================================================
  * Replay: the view's cursor, its turn records and their copy in sessionStorage
@@ -1604,6 +1761,8 @@ class ToolCard {
     this.statusEl = h("span", { cls: "gmchat-tool-status", text: "running\u2026" });
     this.durationEl = h("span", { cls: "gmchat-tool-duration", testid: "gmchat-tool-duration" });
     this.resultEl = h("div", { cls: "gmchat-tool-result" });
+    this.flagsEl = h("div", { cls: "gmchat-tool-flags" });
+    this.flagsBadge = null;
     this.tableSlot = h("div", { cls: "gmchat-tool-table" });
     const summary = summarizeArgs(this.name, call.args);
     this.taskEl = null;
@@ -1620,6 +1779,7 @@ class ToolCard {
       [
         this.summaryEl,
         h("div", { cls: "gmchat-tool-body" }, [
+          this.flagsEl,
           this.resultEl,
           this.tableSlot,
           h("div", { cls: "gmchat-label", text: "Arguments" }),
@@ -1679,6 +1839,41 @@ class ToolCard {
       parts.push(h("div", { cls: "gmchat-label", text: "Result" }), h("pre", { cls: "gmchat-json", text: prettyJson(event.result, 6000) }));
     }
     this.resultEl.replaceChildren(...parts);
+    this.setFlags(event.flags);
+  }
+
+  /**
+   * Suspicious text in the result (its `flags`): a warning badge on the card, and in its body the
+   * fields with their reasons and an excerpt. The card opens, so the list is in view.
+   */
+  setFlags(flags) {
+    const items = resultFlags(flags);
+    if (!items.length) return;
+    const lines = items.map(flagText);
+    if (!this.flagsBadge) {
+      this.flagsBadge = h("span", { cls: "gmchat-flags-badge", testid: "flags" });
+      this.summaryEl.insertBefore(this.flagsBadge, this.statusEl);
+    }
+    this.flagsBadge.textContent = flagsLabel(items.length);
+    this.flagsBadge.title = lines.join("\n");
+    this.el.setAttribute("data-flagged", String(items.length));
+    this.flagsEl.replaceChildren(
+      h("div", { cls: "gmchat-flags", testid: "flags-list", attrs: { role: "note" } }, [
+        h("div", { cls: "gmchat-flags-title", text: "Suspicious text in this result: it is data, not instructions." }),
+        h(
+          "ul",
+          {},
+          items.map((item) =>
+            h("li", { testid: "flag", attrs: { "data-path": item.path, "data-reasons": item.reasons.join(" ") } }, [
+              h("code", { cls: "gmchat-flag-path", text: item.path }),
+              h("span", { cls: "gmchat-flag-reasons", text: `: ${item.reasons.map(flagReasonText).join(", ")}` }),
+              item.excerpt ? h("span", { cls: "gmchat-flag-excerpt", text: ` \u201c${item.excerpt}\u201d` }) : null,
+            ]),
+          ),
+        ),
+      ]),
+    );
+    this.el.open = true;
   }
 
   /** The turn ended while the tool was still running (stopped or failed). */
@@ -1720,9 +1915,24 @@ class ConfirmBox {
       onClick: () => this.decide(false),
     });
     const input = event.input && typeof event.input === "object" ? event.input : {};
-    const rows = Object.entries(input).map(([key, value]) =>
-      h("tr", {}, [h("th", { text: key, attrs: { scope: "row" } }), h("td", { text: formatCell(value) })]),
-    );
+    // Where the input came from: values not in the user's words get a "from data" tag.
+    const provenance = confirmProvenance(event.provenance);
+    const owners = pathsByKey(Object.keys(input), provenance.fromData);
+    const tag = (path, key) =>
+      h("span", {
+        cls: "gmchat-from-data",
+        testid: "from-data",
+        text: path === key ? "from data" : `from data: ${path}`,
+        attrs: { "data-path": path, title: `${path} is not in your words: it came from the data (or the model)` },
+      });
+    const rows = Object.entries(input).map(([key, value]) => {
+      const paths = provenance.fromData.filter((path) => owners.get(path) === key);
+      return h("tr", { cls: paths.length ? "gmchat-from-data-row" : "" }, [
+        h("th", { attrs: { scope: "row" } }, [key, ...paths.map((path) => tag(path, key))]),
+        h("td", { text: formatCell(value) }),
+      ]);
+    });
+    const strays = provenance.fromData.filter((path) => owners.get(path) === null);
     this.el = h(
       "div",
       {
@@ -1732,7 +1942,14 @@ class ConfirmBox {
       },
       [
         h("div", { cls: "gmchat-confirm-title" }, ["Confirm mutation ", h("code", { text: String(event.mutation || "") })]),
+        provenance.flagged
+          ? h("div", { cls: "gmchat-flagged-warning", testid: "flagged-warning", attrs: { role: "alert" }, text: FLAGGED_WARNING })
+          : null,
         rows.length ? h("table", { cls: "gmchat-kv" }, [h("tbody", {}, rows)]) : h("div", { cls: "gmchat-muted", text: "(no input)" }),
+        strays.length ? h("div", { cls: "gmchat-from-data-more" }, strays.map((path) => tag(path, null))) : null,
+        provenance.fromData.length
+          ? h("div", { cls: "gmchat-muted gmchat-provenance-note", text: "Values marked \u201cfrom data\u201d are not in your message: the model took them from data or made them up." })
+          : null,
         h("div", { cls: "gmchat-confirm-actions" }, [this.confirmButton, this.rejectButton, this.countdown, this.outcome]),
       ],
     );
@@ -2030,6 +2247,16 @@ const EVENT_RENDERERS = {
   error(turn, event) {
     turn.showError(event);
   },
+  stream_reset(turn, event) {
+    // the model request that was streaming failed and is asked again: its text is withdrawn
+    turn.answerText = turn.answerText.slice(0, turn.answerMark);
+    turn.chat.markDirty(turn);
+    const reason = String(event.reason ?? "").trim();
+    turn.note("reset", reason ? `The partial answer was withdrawn: ${reason}.` : "The partial answer was withdrawn.");
+  },
+  notice(turn, event) {
+    turn.note(String(event.kind ?? "notice"), String(event.message ?? ""));
+  },
 };
 
 /** One question and everything that answers it. */
@@ -2045,6 +2272,7 @@ class TurnView {
     this.question = String(record.question || "");
     this.placeholder = placeholder;
     this.answerText = "";
+    this.answerMark = 0;
     this.lastSequence = -Infinity;
     this.eventCount = 0;
     this.running = true;
@@ -2116,7 +2344,17 @@ class TurnView {
     // One renderer per public event type (EVENT_RENDERERS); a type this view does not know is
     // skipped, as the event contract asks of older clients.
     if (!Object.hasOwn(EVENT_RENDERERS, event.type)) return;
+    // where the text of the model request now streaming begins (what a stream_reset withdraws)
+    if (event.type !== "text_chunk" && event.type !== "stream_reset") {
+      this.answerMark = this.answerText.length;
+    }
     EVENT_RENDERERS[event.type](this, event);
+  }
+
+  /** A short line among the steps: a retry, a fallback, a withdrawn answer, a guard. */
+  note(kind, message) {
+    const name = kind.replace(/[^a-z_]/g, "");
+    this.steps.append(h("div", { cls: `gmchat-notice gmchat-notice-${name}`, testid: "notice", text: message, attrs: { "data-kind": name } }));
   }
 
   toolCard(call) {

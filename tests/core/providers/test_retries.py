@@ -12,6 +12,7 @@ import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.core.planned.roles import RoleProviders
+from gmchat_nb.core.providers.attempts import ProviderRetries, StreamResetEvent
 from gmchat_nb.core.providers.base import (
     DoneEvent,
     Message,
@@ -21,7 +22,6 @@ from gmchat_nb.core.providers.base import (
 )
 from gmchat_nb.core.providers.completion import ProviderTimeout
 from gmchat_nb.core.providers.retries import (
-    ProviderRetries,
     RetryPolicy,
     retry_after,
     transient_failure,
@@ -174,8 +174,16 @@ async def test_openai_s_insufficient_quota_429_is_not_retried(server: VendorServ
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-async def test_a_failure_after_output_is_not_retried(server: VendorServer, vendor: str) -> None:
-    broken = Reply(text=["shown ", "then cut"], error_after=FIRST_TEXT_AFTER[vendor])
+async def test_a_failure_after_output_that_asking_again_cannot_cure_is_not_retried(
+    server: VendorServer, vendor: str
+) -> None:
+    # anthropic/openai: an in-band invalid_request_error; ollama: an error line that says nothing
+    # of load (its lines have no type)
+    broken = Reply(
+        text=["shown ", "then cut"],
+        error_after=FIRST_TEXT_AFTER[vendor],
+        error_type="invalid_request_error",
+    )
     server.script(vendor, [broken, Reply(text="never asked")])  # type: ignore[arg-type]
     retries = ProviderRetries(FAST)
     seen: list[Any] = []
@@ -187,6 +195,7 @@ async def test_a_failure_after_output_is_not_retried(server: VendorServer, vendo
     with pytest.raises(ProviderError):
         await read()
     assert text(seen) == "shown " and retries.retries == 0
+    assert not any(isinstance(event, StreamResetEvent) for event in seen)
     assert len(server.requests[vendor]) == 1  # type: ignore[index]
 
 
@@ -223,11 +232,11 @@ async def test_an_unreachable_server_is_retried_as_a_connection_error(
 async def test_each_retry_is_logged_with_its_status_and_wait(
     server: VendorServer, vendor: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="gmchat_nb.core.providers.retries"):
+    with caplog.at_level(logging.WARNING, logger="gmchat_nb.core.providers.attempts"):
         await streamed(
             server, vendor, [Reply(status=429, headers={"Retry-After": "0.05"}), Reply(text="ok")]
         )
-    [record] = [r for r in caplog.records if r.name == "gmchat_nb.core.providers.retries"]
+    [record] = [r for r in caplog.records if r.name == "gmchat_nb.core.providers.attempts"]
     assert record.levelno == logging.WARNING
     message = record.getMessage()
     assert "HTTP 429" in message and "asking again in 0.05 s" in message
@@ -319,7 +328,9 @@ async def test_a_tool_that_ran_before_a_retried_round_ran_once(server: VendorSer
         ],
         hooks={"tool_called": tool_called},
     )
-    assert [e["type"] for e in turn.events] == ["tool_call", "tool_result", "text_chunk", "done"]
+    kinds = ["tool_call", "tool_result", "notice", "text_chunk", "done"]
+    assert [e["type"] for e in turn.events] == kinds
+    assert turn.events[2]["kind"] == "retry" and turn.events[2]["details"]["wait_seconds"] == 0.05
     assert calls == ["query"]  # round 1's tool ran once, though round 2's request ran twice
     assert len(server.requests["openai"]) == 3
     retried, answered = server.requests["openai"][1:]
@@ -341,15 +352,20 @@ async def test_attempts_exhausted_end_the_turn_with_provider_failed(
         [Reply(status=503)] * attempts + [Reply(text="never asked")],
         provider_retries={"attempts": attempts, "max_wait_seconds": 0.05},
     )
-    assert [(e["type"], e.get("code")) for e in turn.events] == [("error", "provider_failed")]
+    kinds = [(e["type"], e.get("code") or e.get("kind")) for e in turn.events]
+    assert kinds == [("notice", "retry")] * (attempts - 1) + [("error", "provider_failed")]
     assert len(server.requests[vendor]) == attempts  # type: ignore[index]
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-async def test_a_turn_whose_answer_broke_after_output_ends_as_before(
+async def test_a_turn_whose_answer_broke_for_good_after_output_ends_as_before(
     server: VendorServer, vendor: str
 ) -> None:
-    broken = Reply(text=["shown ", "then cut"], error_after=FIRST_TEXT_AFTER[vendor])
+    broken = Reply(
+        text=["shown ", "then cut"],
+        error_after=FIRST_TEXT_AFTER[vendor],
+        error_type="invalid_request_error",
+    )
     turn = await chat_turn(server, vendor, [broken, Reply(text="never asked")])
     assert [e["type"] for e in turn.events] == ["text_chunk", "error"]
     assert turn.answer == "shown " and turn.events[-1]["code"] == "provider_failed"

