@@ -52,7 +52,7 @@ def test_defaults() -> None:
         enabled=True, model_requests=16, tool_calls=25, tokens=200_000, seconds=300
     )
     assert settings.completion_gates == CompletionGateSettings(
-        phantom_write=True, grounded_numbers=True, empty_data=True
+        phantom_write=True, grounded_numbers=False, empty_data=True
     )
     assert settings.injection == InjectionSettings(
         mutation_intent=True, question="log", question_threshold=0.5
@@ -74,21 +74,22 @@ def test_defaults_stay_out_of_the_repr_and_round_trip() -> None:
         "tokens": 200_000,
         "seconds": 300,
     }
-    assert plain["completion_gates"] == dict.fromkeys(
-        ("phantom_write", "grounded_numbers", "empty_data"), True
-    )
+    assert plain["completion_gates"] == {
+        "phantom_write": True,
+        "grounded_numbers": False,
+        "empty_data": True,
+    }
     assert plain["injection"] == {
         "mutation_intent": True,
         "question": "log",
         "question_threshold": 0.5,
+        "flag_results": True,
     }
     assert plain["telemetry"] == {"llm_spans": "auto"}
 
 
-def test_default_gates_are_all_enabled() -> None:
-    assert CompletionGateSettings().enabled == frozenset(
-        {"phantom_write", "grounded_numbers", "empty_data"}
-    )
+def test_default_gates_are_phantom_write_and_empty_data() -> None:
+    assert CompletionGateSettings().enabled == frozenset({"phantom_write", "empty_data"})
 
 
 # -- provider_fallbacks ----------------------------------------------------------------------
@@ -305,7 +306,8 @@ def test_completion_gates_false_switches_all_off_and_true_all_on() -> None:
         phantom_write=False, grounded_numbers=False, empty_data=False
     )
     assert off.enabled == frozenset()
-    assert load_settings(completion_gates=True).completion_gates == CompletionGateSettings()
+    every = CompletionGateSettings(phantom_write=True, grounded_numbers=True, empty_data=True)
+    assert load_settings(completion_gates=True).completion_gates == every
 
 
 def test_completion_gates_false_in_yaml_then_one_gate_back_on(tmp_path: Path) -> None:
@@ -402,7 +404,9 @@ def test_bad_injection_names_its_key(block: dict[str, Any], key: str, fragments:
 
 def test_injection_must_be_a_mapping_and_checks_when_built() -> None:
     error = error_for(injection="refuse")
-    assert_names(error, "injection", ["a mapping with keys from mutation_intent, question"])
+    assert_names(
+        error, "injection", ["a mapping with keys from mutation_intent, flag_results, question"]
+    )
     with pytest.raises(ChatConfigurationError, match=r"injection\.question_threshold'"):
         InjectionSettings(question_threshold=2)
 

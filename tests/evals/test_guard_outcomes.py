@@ -22,8 +22,8 @@ LOOPING: list[dict[str, Any]] = [{"tool_calls": [QUERY]}] * 4 + [
 ]
 INVENTING: list[dict[str, Any]] = [
     {"tool_calls": [QUERY]},
-    {"text": "There are 4711 parts."},
-    {"text": "There are 4711 parts, I am sure."},
+    {"text": "I have updated Bolt."},
+    {"text": "I have updated Bolt, I am sure."},
 ]
 ANSWERING: list[dict[str, Any]] = [{"tool_calls": [QUERY]}, {"text": "Bolt, Bearing and Gear."}]
 CASE: dict[str, Any] = {
@@ -64,9 +64,9 @@ def test_a_looping_model_s_turn_records_the_loop_guard_stop(tmp_path: Path) -> N
 def test_an_answer_failing_its_gate_twice_is_counted(tmp_path: Path) -> None:
     [result] = run([CASE], provider=script(tmp_path, "inventing", INVENTING)).results
     turn = only_turn(result)
-    assert turn.failed_gates == ["grounded_numbers"] and turn.stopped_by is None
+    assert turn.failed_gates == ["phantom_write"] and turn.stopped_by is None
     assert "Not verified" in turn.answer
-    assert guard_lines([result]) == ["Failed gates: grounded_numbers 1"]
+    assert guard_lines([result]) == ["Failed gates: phantom_write 1"]
     assert case_frame([result]).loc[0, "failed_gates"] == 1
 
 

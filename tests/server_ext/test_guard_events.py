@@ -49,7 +49,13 @@ def part_count() -> int:
 
 
 def start(tmp_path_factory: pytest.TempPathFactory, name: str, rounds: Any) -> Server:
-    return Server(tmp_path_factory.mktemp(name), rounds, keepalive_seconds=0.3)
+    # every completion gate on (grounded_numbers is off by default)
+    return Server(
+        tmp_path_factory.mktemp(name),
+        rounds,
+        keepalive_seconds=0.3,
+        chat_settings={"completion_gates": True},
+    )
 
 
 @pytest.fixture(scope="module")

@@ -110,9 +110,14 @@ class TurnGuards:
         text = result_json(result) if self.settings.gates or self.settings.flag_results else None
         if text is not None:
             self.texts.append(text)
-        # an error result is the tool's own words (which name other tools): nothing to flag
-        scanned = self.settings.flag_results and is_read_tool(name) and not failed
+        scanned = self.settings.flag_results and is_read_tool(name)
         flags = [flag.to_dict() for flag in scan(result, text=text)] if scanned else []
+        if failed:  # an error's own words name other tools: only the rest is suspicious
+            flags = [
+                {**flag, "reasons": [r for r in flag["reasons"] if r != "tool_name"]}
+                for flag in flags
+                if any(r != "tool_name" for r in flag["reasons"])
+            ]
         self.flagged += len(flags)
         return flags
 

@@ -19,8 +19,16 @@ from gmchat_nb.core.project.tools import ToolRun, run_tool
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 
 from ...vendor_server import Reply, ToolCallSpec, VendorServer
-from ..conftest import chat_with
+from ..conftest import chat_with as plain_chat_with
 from ..providers.test_retries import vendor_config
+
+
+def chat_with(*args: Any, **settings: Any) -> Any:
+    """The conftest's chat, with every completion gate on (``grounded_numbers`` is off by
+    default) unless the test says otherwise."""
+    settings.setdefault("completion_gates", True)
+    return plain_chat_with(*args, **settings)
+
 
 WRITES = ["createPart", "updatePart", "deletePart"]
 QUERY_PARTS: dict[str, Any] = {"manager": "Part", "fields": ["name"], "limit": 3}

@@ -174,7 +174,8 @@ async def test_history_goes_back_in_the_native_shape(server: VendorServer, vendo
         assert sent["messages"][4] == {
             "role": "tool",
             "tool_call_id": "c1",
-            "content": '{"data":[{"name":"Bolt"}]}',
+            # the result inside the envelope the model reads (data kept as data)
+            "content": '{"tool":"query","call_id":"c1","data":{"data":[{"name":"Bolt"}]}}',
         }
         assert sent["stream_options"] == {"include_usage": True}
     elif vendor == "anthropic":

@@ -227,7 +227,11 @@ async def test_doctor_passes_a_server_that_does_everything(server: VendorServer)
     assert diagnosis.ok and "2 chunk(s)" in diagnosis.probes[0].detail
     history = server.requests["openai"][2]["messages"]
     assert history[1]["tool_calls"][0]["function"]["name"] == "echo"  # the call it made
-    assert history[2] == {"role": "tool", "tool_call_id": "call_1", "content": '{"echo":"ping"}'}
+    assert history[2] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"tool":"echo","call_id":"call_1","data":{"echo":"ping"}}',
+    }
 
 
 async def test_doctor_names_the_fix_for_a_server_that_ignores_tools(server: VendorServer) -> None:
