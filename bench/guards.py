@@ -9,8 +9,9 @@ Run from the repository root::
 The two-tool read turns of ``bench/turn.py`` ("small": 4 rows, "typical": 68 rows) on the
 in-process inventory demo with a zero-latency scripted provider, through ``Chat.ask`` with a
 SQLite store in memory -- an offline turn, so the defences' cost is not hidden behind a model's
-seconds. "On" is the default settings (loop guard, data flags on every read result, the mutation
-intent gate, the three completion gates on an answer that states numbers, the turn's trace);
+seconds. "On" is every defence (loop guard, data flags on every read result, the mutation intent
+gate, all three completion gates -- ``grounded_numbers`` too, off by default -- on an answer that
+states numbers, the turn's trace);
 "off" sets ``loop_guard.enabled: false``, ``completion_gates: false`` and ``injection``'s
 ``mutation_intent`` and ``flag_results`` to false (the trace is always recorded; it is
 sanitized only when read). Turns alternate between the two
@@ -40,6 +41,8 @@ from gmchat_nb.core.guards.scorer import scan
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 
 TARGET = 0.05  # the issue's goal: under 5% of an offline turn
+COMMON: dict[str, Any] = {"store": ":memory:", "rate_limit": {"requests": None}}
+ON: dict[str, Any] = {"completion_gates": True}  # every gate, grounded_numbers too
 OFF: dict[str, Any] = {
     "loop_guard": {"enabled": False},
     "completion_gates": False,
@@ -62,8 +65,8 @@ async def measure(name: str, warmup: int, runs: int) -> dict[str, Any]:
     """Median turn time with the defences on and off, turns alternating."""
     script = rounds(WORKLOADS[name], ANSWERS[name]) * (warmup + runs + 1)
     chats = {
-        "on": Chat(provider=ScriptedProvider({"rounds": script}), store=":memory:"),
-        "off": Chat(provider=ScriptedProvider({"rounds": script}), store=":memory:", **OFF),
+        "on": Chat(provider=ScriptedProvider({"rounds": script}), **COMMON, **ON),
+        "off": Chat(provider=ScriptedProvider({"rounds": script}), **COMMON, **OFF),
     }
     times: dict[str, list[float]] = {"on": [], "off": []}
     last: Any = None
