@@ -255,7 +255,10 @@ def _literally_there(answer: str, facts: TurnFacts) -> bool:
         return True
     if any(n.parts for n in checked):
         return False
-    texts = [*(facts.texts or [json.dumps(facts.results, ensure_ascii=False, default=str)])]
+    try:
+        texts = [*(facts.texts or [json.dumps(facts.results, ensure_ascii=False, default=str)])]
+    except RecursionError:
+        return False  # the derivations' own walk stops at a bounded depth
     texts += facts.user_texts
 
     def found(number: _Number) -> bool:
@@ -263,7 +266,10 @@ def _literally_there(answer: str, facts: TurnFacts) -> bool:
 
     missing = [n for n in checked if not found(n)]
     if missing and facts.context:
-        texts = [json.dumps(facts.context, ensure_ascii=False, default=str)]
+        try:
+            texts = [json.dumps(facts.context, ensure_ascii=False, default=str)]
+        except RecursionError:
+            return False
         missing = [n for n in missing if not found(n)]
     return not missing
 

@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -127,14 +128,18 @@ def fingerprint(name: str, args: Mapping[str, Any]) -> str:
     """A short sha256 hex of the tool's name and its arguments as canonical JSON: keys sorted,
     strings stripped with their runs of whitespace collapsed, NaN and odd values as text. Equal
     for calls that only differ in key order or spacing; never raises."""
-    text = json.dumps(
-        [name, _canonical(args)],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=str,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_HASH_LENGTH]
+    try:
+        text = json.dumps(
+            [name, _canonical(args)],
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+            default=str,
+        )
+    except RecursionError:  # nested too deep to compare: a call of its own, never a repeat
+        return uuid.uuid4().hex[:_HASH_LENGTH]
+    # a lone surrogate in the model's arguments is kept as it is, not refused
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
 
 
 def final_answer_request(reason: str) -> str:
