@@ -579,22 +579,25 @@ def test_tool_names_are_read_from_the_tool_registry() -> None:
 
 
 EVENT_CLASSES = {cls.__name__ for cls in typing.get_args(ChatEvent)}
+# The widget's view: TypeScript sources, bundled into gmchat_nb/widget/static/ by frontend/.
+FRONT_END_SOURCES = PACKAGE_DIR.parent / "frontend" / "src"
+FRONT_END_TURN = FRONT_END_SOURCES / "turn.ts"
 
 
 def event_renderers() -> dict[str, set[str]]:
     """The event types each surface that shows events has a renderer for, read from its table:
-    the terminal's ``RENDERERS``, the widget view's ``EVENT_RENDERERS`` (chat.js) and the eval
-    runner's ``TRACE_READERS``."""
+    the terminal's ``RENDERERS``, the widget view's ``EVENT_RENDERERS`` (frontend/src/turn.ts)
+    and the eval runner's ``TRACE_READERS``."""
     from gmchat_nb.evals.runner import TRACE_READERS
     from gmchat_nb.terminal import RENDERERS
 
-    script = (PACKAGE_DIR / "widget" / "static" / "chat.js").read_text()
-    table = re.search(r"^const EVENT_RENDERERS = \{\n(.*?)^\};", script, re.M | re.S)
-    assert table, "chat.js has no EVENT_RENDERERS table"
+    script = FRONT_END_TURN.read_text()
+    table = re.search(r"^export const EVENT_RENDERERS: \w+ = \{\n(.*?)^\};", script, re.M | re.S)
+    assert table, f"{FRONT_END_TURN.name} has no EVENT_RENDERERS table"
     view = set(re.findall(r"^  (\w+)\(turn, event\) \{", table.group(1), re.M))
     return {
         "gmchat_nb/terminal.py": set(RENDERERS),
-        "gmchat_nb/widget/static/chat.js": view,
+        "frontend/src/turn.ts": view,
         "gmchat_nb/evals/runner.py": set(TRACE_READERS),
     }
 
@@ -648,10 +651,10 @@ def test_no_surface_renders_events_through_an_if_chain() -> None:
         if (name := str(path.relative_to(PACKAGE_DIR))) not in CONTROL_FLOW_CHAINS
         for line in if_chains(path.read_text())
     ]
-    script = (PACKAGE_DIR / "widget" / "static" / "chat.js").read_text()
-    for number, line in enumerate(script.splitlines(), start=1):
-        if re.search(r'case "(' + "|".join(EVENT_TYPES) + r')"', line):
-            chains.append(f"widget/static/chat.js:{number}")
+    for source in sorted(FRONT_END_SOURCES.rglob("*.ts")):
+        for number, line in enumerate(source.read_text().splitlines(), start=1):
+            if re.search(r'case "(' + "|".join(EVENT_TYPES) + r')"', line):
+                chains.append(f"{source.relative_to(FRONT_END_SOURCES.parent.parent)}:{number}")
     assert not chains, "event types dispatched outside the renderer tables: " + ", ".join(chains)
     for name in CONTROL_FLOW_CHAINS:
         assert if_chains((PACKAGE_DIR / name).read_text()), f"{name} no longer needs its excuse"

@@ -1,4 +1,4 @@
-"""The messages between the chat widget's kernel side (Python) and its front end (chat.js).
+"""The messages between the chat widget's kernel side (Python) and its front end (frontend/).
 
 Everything travels as anywidget custom messages (``widget.send`` / ``model.send``), never as
 trait updates while a turn streams (a list trait would resend the whole transcript per chunk).
@@ -69,7 +69,7 @@ a whole turn at a time; a running turn is replayed whole and the front end skips
 has by their ``sequence``. The front end keeps its cursor and the turn records it rendered in
 the tab's ``sessionStorage`` under the widget's ``storage_key`` trait and the conversation id,
 so a reloaded page replays too; a saved view that is missing, too big or unreadable means a
-snapshot (gmchat_nb/widget/replay.py and chat.js's "Replay" section say why and how).
+snapshot (gmchat_nb/widget/replay.py and frontend/src/replay.ts say why and how).
 """
 
 from __future__ import annotations

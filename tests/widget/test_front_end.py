@@ -1,5 +1,6 @@
-"""The front end's pure parts (markdown rendering, sanitization, replay bookkeeping), tested with
-node's own runner."""
+"""The front end's pure parts (markdown rendering and sanitization in a jsdom document, replay
+bookkeeping), tested with node's own runner against the built module; and the built module
+itself, which must be what the TypeScript sources in ``frontend/`` build to today."""
 
 from __future__ import annotations
 
@@ -10,16 +11,52 @@ from pathlib import Path
 import pytest
 
 JS_TESTS = Path(__file__).parent / "js"
+ROOT = Path(__file__).resolve().parents[2]
+FRONTEND = ROOT / "frontend"
+STATIC = ROOT / "gmchat_nb" / "widget" / "static"
+BUILT = ("chat.js", "chat.css")
 
 
-@pytest.mark.parametrize("script", ["test_markdown.mjs", "test_replay.mjs"])
-def test_the_front_end_helpers(script: str) -> None:
-    node = shutil.which("node")
-    assert node is not None, (
+def node() -> str:
+    found = shutil.which("node")
+    assert found is not None, (
         "node is needed for the front-end tests (it is on every machine of this project's kind)"
     )
+    return found
+
+
+@pytest.mark.parametrize(
+    "script", ["test_markdown.mjs", "test_replay.mjs", "test_guard_display.mjs"]
+)
+def test_the_front_end_helpers(script: str) -> None:
     done = subprocess.run(
-        [node, str(JS_TESTS / script)], capture_output=True, text=True, timeout=120
+        [node(), str(JS_TESTS / script)], capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout
+
+
+def test_the_installed_front_end_is_a_fresh_build_of_its_sources(tmp_path: Path) -> None:
+    """A stale chat.js or chat.css (sources changed, no rebuild) fails here: the sources are
+    built again into a temporary folder and the installed files must match byte for byte."""
+    assert (FRONTEND / "node_modules").is_dir(), (
+        "frontend/node_modules is missing: `pip install -e .` installs it (or `npm ci` in frontend/)"
+    )
+    done = subprocess.run(
+        [node(), str(FRONTEND / "build.mjs"), "--outdir", str(tmp_path)],
+        cwd=FRONTEND,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    stale = [
+        name
+        for name in BUILT
+        if not (STATIC / name).is_file()
+        or (STATIC / name).read_bytes() != (tmp_path / name).read_bytes()
+    ]
+    assert not stale, (
+        f"{stale} in gmchat_nb/widget/static/ are not what frontend/ builds: "
+        "run `npm run build` in frontend/ (or `pip install -e .`)"
+    )

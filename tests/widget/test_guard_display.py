@@ -10,7 +10,7 @@
   reasons, and the confirmation card marks the input taken from data and warns.
 
 The pure parts (the link host, the flag and provenance helpers) are tested with node in
-``js/test_guard_display.mjs``, run here too. The fixtures are this module's own (one JupyterLab
+``js/test_guard_display.mjs``, run by ``test_front_end.py`` (which needs no browser). The fixtures are this module's own (one JupyterLab
 and one chromium for the module, stopped at its end), built from ``browser/lab.py``.
 """
 
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -42,18 +40,9 @@ from .browser.lab import (
 )
 
 T = TypeVar("T")
-JS_TEST = Path(__file__).parent / "js" / "test_guard_display.mjs"
 CHAT_CELL, SECOND_VIEW_CELL = 1, 2
 FIRST_TEXT_AFTER_OPENAI = 2  # wire events before the first text delta (the role chunk, then it)
 EVIL = re.compile(r"evil\.example", re.I)
-
-
-def test_the_guard_display_helpers() -> None:
-    node = shutil.which("node")
-    assert node is not None, "node is needed for the front-end tests"
-    done = subprocess.run([node, str(JS_TEST)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "# fail 0" in done.stdout
 
 
 # -- fixtures --------------------------------------------------------------------------------------

@@ -1,27 +1,36 @@
 // The front end's guard displays, pure parts: the host shown after a link, a tool result's flags
 // and a confirmation's provenance.
-// Run: node tests/widget/js/test_guard_display.mjs   (node >= 18, no npm packages; exit code 1 on failure)
+// Run: node tests/widget/js/test_guard_display.mjs   (node >= 20, after `npm ci` in frontend/;
+// exit code 1 on failure). It imports the built module, gmchat_nb/widget/static/chat.js.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-const CHAT_JS = new URL("../../../gmchat_nb/widget/static/chat.js", import.meta.url);
+import { CHAT_JS, newWindow } from "./dom.mjs";
+
 const {
   FLAGGED_WARNING,
-  appendMarkdown,
   confirmProvenance,
   flagReasonText,
   flagText,
   flagsLabel,
   linkHost,
-  parseMarkdown,
   pathsByKey,
+  renderMarkdown,
   resultFlags,
-  treeToHtml,
+  sanitizedFragment,
 } = await import(CHAT_JS.href);
 
-const md = (text) => treeToHtml(parseMarkdown(text));
-const HOST = (host) => `<span class="gmchat-link-host"> (${host})</span>`;
+const document = newWindow().document;
+
+function render(text) {
+  const el = document.createElement("div");
+  renderMarkdown(el, text);
+  return el;
+}
+
+const md = (text) => render(text).innerHTML;
+const HOST = (host) => `<span class="gmchat-link-host" data-testid="link-host"> (${host})</span>`;
 
 // ------------------------------------------------------------------ linkHost
 
@@ -74,8 +83,8 @@ test("a link whose text is not its URL shows its host after it", () => {
   assert.equal(md("<me@example.com>"), `<p>${a("mailto:me@example.com", "me@example.com")}</p>`);
   assert.equal(md("[example.com](https://example.com)"), `<p>${a("https://example.com/", "example.com")}</p>`);
   // in a table cell and a list item too
-  assert.match(md("| a |\n|---|\n| [x](https://evil.example/) |"), /<td><a [^>]+>x<\/a><span class="gmchat-link-host"> \(evil\.example\)<\/span><\/td>/);
-  assert.match(md("- [x](https://evil.example/)"), /<li><a [^>]+>x<\/a><span class="gmchat-link-host"> \(evil\.example\)<\/span><\/li>/);
+  assert.match(md("| a |\n|---|\n| [x](https://evil.example/) |"), /<td><a [^>]+>x<\/a><span class="gmchat-link-host" data-testid="link-host"> \(evil\.example\)<\/span><\/td>/);
+  assert.match(md("- [x](https://evil.example/)"), /<li><a [^>]+>x<\/a><span class="gmchat-link-host" data-testid="link-host"> \(evil\.example\)<\/span><\/li>/);
   // a link the parser refuses has no host either
   assert.equal(md("[x](javascript:alert(1))"), "<p>x</p>");
 });
@@ -91,64 +100,27 @@ test("a markdown image is never an image: a link with its alt text and its host"
   assert.equal(md("![alt](javascript:x)"), "<p>alt</p>");
 });
 
-class FakeNode {
-  constructor(doc, tag, text) {
-    this.ownerDocument = doc;
-    this.tag = tag;
-    this.text = text;
-    this.attributes = {};
-    this.children = [];
-    this.style = {};
-    this.className = "";
-  }
-  appendChild(child) {
-    this.children.push(child);
-    return child;
-  }
-  setAttribute(name, value) {
-    this.attributes[name] = String(value);
-  }
-}
-
-class FakeDocument {
-  createElement(tag) {
-    return new FakeNode(this, tag);
-  }
-  createTextNode(text) {
-    return new FakeNode(this, "#text", text);
-  }
-}
-
-function textOf(node) {
-  return node.tag === "#text" ? node.text : node.children.map(textOf).join("");
-}
-
-test("appendMarkdown renders the host as a small text element after the link", () => {
-  const doc = new FakeDocument();
-  const root = doc.createElement("div");
-  appendMarkdown(root, parseMarkdown("[Click here](https://evil.example/x)"));
-  const p = root.children[0];
-  assert.deepEqual(p.children.map((n) => n.tag), ["a", "span"]);
-  const [link, host] = p.children;
-  assert.equal(textOf(link), "Click here");
+test("the host is a small text element after the link, and nothing else becomes a span", () => {
+  const p = render("[Click here](https://evil.example/x)").firstElementChild;
+  assert.deepEqual([...p.childNodes].map((n) => n.nodeName), ["A", "SPAN"]);
+  const [link, host] = p.childNodes;
+  assert.equal(link.textContent, "Click here");
   assert.equal(host.className, "gmchat-link-host");
-  assert.deepEqual(host.attributes, { "data-testid": "link-host" });
-  assert.equal(textOf(host), " (evil.example)");
-  assert.equal(textOf(p), "Click here (evil.example)");
-});
-
-test("appendMarkdown creates no other span, and a host span holds only text", () => {
-  const doc = new FakeDocument();
-  const root = doc.createElement("div");
-  appendMarkdown(root, [
-    { tag: "span", attrs: { class: "evil", onclick: "x" }, children: ["a"] },
-    { tag: "span", children: ["b"] },
-    { tag: "span", attrs: { class: "gmchat-link-host", onclick: "x", style: "x" }, children: [{ tag: "img", attrs: { src: "x" } }, "c"] },
-  ]);
-  assert.deepEqual(root.children.map((n) => n.tag), ["#text", "#text", "span"]);
-  const host = root.children[2];
-  assert.deepEqual(host.attributes, { "data-testid": "link-host" });
-  assert.deepEqual(host.children.map((n) => n.tag), ["#text"]);
+  assert.deepEqual(host.getAttributeNames().sort(), ["class", "data-testid"]);
+  assert.equal(host.getAttribute("data-testid"), "link-host");
+  assert.deepEqual([...host.childNodes].map((n) => n.nodeType), [3]);
+  assert.equal(host.textContent, " (evil.example)");
+  assert.equal(p.textContent, "Click here (evil.example)");
+  // spans in the HTML (as if the parser wrote them) never survive, not even one dressed as a host
+  const root = document.createElement("div");
+  root.append(
+    sanitizedFragment(
+      document,
+      '<span class="evil" onclick="x">a</span><span>b</span><span class="gmchat-link-host" data-testid="link-host" style="x"><img src="x">c</span>',
+    ),
+  );
+  assert.equal(root.querySelectorAll("span, img").length, 0);
+  assert.equal(root.textContent, "abc");
 });
 
 // ------------------------------------------------------------------ flags and provenance

@@ -1,0 +1,137 @@
+/**
+ * Confirmations: a pending mutation's input (values not in the user's words tagged "from data"),
+ * a countdown and Confirm / Reject; each view sends its decision at most once.
+ */
+
+import { button, h } from "./dom";
+import { formatCell, toolOutcome } from "./format";
+import { FLAGGED_WARNING, confirmProvenance, pathsByKey } from "./guards";
+import type { ConfirmMutationEvent } from "./protocol";
+import type { Send } from "./table";
+
+/** A pending mutation: its input, a countdown and Confirm / Reject (each view sends at most once). */
+export class ConfirmBox {
+  readonly id: string;
+  readonly el: HTMLDivElement;
+  private closed = false;
+  private readonly deadline: number | null;
+  private readonly countdown: HTMLSpanElement;
+  private readonly outcome: HTMLSpanElement;
+  private readonly confirmButton: HTMLButtonElement;
+  private readonly rejectButton: HTMLButtonElement;
+
+  constructor(
+    private readonly send: Send,
+    event: ConfirmMutationEvent,
+  ) {
+    this.id = String(event.id);
+    const mutation = String(event.mutation || "");
+    const seconds = Number(event.expires_in_seconds);
+    this.deadline = Number.isFinite(seconds) && seconds > 0 ? Date.now() + seconds * 1000 : null;
+    this.countdown = h("span", { cls: "gmchat-countdown", attrs: { "aria-live": "off" } });
+    this.outcome = h("span", { cls: "gmchat-confirm-outcome", attrs: { role: "status" } });
+    this.confirmButton = button("Confirm", {
+      cls: "gmchat-primary",
+      testid: "gmchat-confirm",
+      aria: `Confirm ${event.mutation}`,
+      onClick: () => this.decide(true),
+    });
+    this.rejectButton = button("Reject", {
+      cls: "gmchat-danger",
+      testid: "gmchat-reject",
+      aria: `Reject ${event.mutation}`,
+      onClick: () => this.decide(false),
+    });
+    const input: Record<string, unknown> = event.input && typeof event.input === "object" ? event.input : {};
+    // Where the input came from: values not in the user's words get a "from data" tag.
+    const provenance = confirmProvenance(event.provenance);
+    const owners = pathsByKey(Object.keys(input), provenance.fromData);
+    const tag = (path: string, key: string | null): HTMLSpanElement =>
+      h("span", {
+        cls: "gmchat-from-data",
+        testid: "from-data",
+        text: path === key ? "from data" : `from data: ${path}`,
+        attrs: { "data-path": path, title: `${path} is not in your words: it came from the data (or the model)` },
+      });
+    const rows = Object.entries(input).map(([key, value]) => {
+      const paths = provenance.fromData.filter((path) => owners.get(path) === key);
+      return h("tr", { cls: paths.length ? "gmchat-from-data-row" : "" }, [
+        h("th", { attrs: { scope: "row" } }, [key, ...paths.map((path) => tag(path, key))]),
+        h("td", { text: formatCell(value) }),
+      ]);
+    });
+    const strays = provenance.fromData.filter((path) => owners.get(path) === null);
+    this.el = h(
+      "div",
+      {
+        cls: "gmchat-confirm-box",
+        testid: "gmchat-confirm-box",
+        attrs: { role: "group", "aria-label": `Confirm mutation ${event.mutation}`, "data-call-id": this.id },
+      },
+      [
+        h("div", { cls: "gmchat-confirm-title" }, ["Confirm mutation ", h("code", { text: mutation })]),
+        provenance.flagged
+          ? h("div", { cls: "gmchat-flagged-warning", testid: "flagged-warning", attrs: { role: "alert" }, text: FLAGGED_WARNING })
+          : null,
+        rows.length ? h("table", { cls: "gmchat-kv" }, [h("tbody", {}, rows)]) : h("div", { cls: "gmchat-muted", text: "(no input)" }),
+        strays.length ? h("div", { cls: "gmchat-from-data-more" }, strays.map((path) => tag(path, null))) : null,
+        provenance.fromData.length
+          ? h("div", {
+              cls: "gmchat-muted gmchat-provenance-note",
+              text: "Values marked \u201cfrom data\u201d are not in your message: the model took them from data or made them up.",
+            })
+          : null,
+        h("div", { cls: "gmchat-confirm-actions" }, [this.confirmButton, this.rejectButton, this.countdown, this.outcome]),
+      ],
+    );
+    this.tick(Date.now());
+  }
+
+  private decide(ok: boolean): void {
+    if (this.closed) return;
+    this.send({ type: "confirm", call_id: this.id, ok: Boolean(ok) });
+    this.close(ok ? "confirmed \u2014 running\u2026" : "rejected");
+  }
+
+  /** Update the countdown; close when time is up. @returns still counting */
+  tick(now: number): boolean {
+    if (this.closed) return false;
+    if (this.deadline === null) {
+      this.countdown.textContent = "";
+      return false;
+    }
+    const left = Math.max(0, Math.ceil((this.deadline - now) / 1000));
+    this.countdown.textContent = `expires in ${left} s`;
+    if (left <= 0) {
+      this.close("expired");
+      return false;
+    }
+    return true;
+  }
+
+  /** Disable both buttons for good. */
+  close(reason?: string): void {
+    if (this.closed) {
+      if (reason && !this.outcome.textContent) this.outcome.textContent = reason;
+      return;
+    }
+    this.closed = true;
+    this.confirmButton.disabled = true;
+    this.rejectButton.disabled = true;
+    this.countdown.textContent = "";
+    this.el.classList.add("gmchat-closed");
+    if (reason) this.outcome.textContent = reason;
+  }
+
+  /** The mutation's tool result arrived: say what became of it. */
+  resolved(result: unknown): void {
+    const outcome = toolOutcome(result);
+    let text = "applied";
+    if (outcome.status === "error") text = `failed \u00b7 ${outcome.code}`;
+    else if (outcome.status === "cancelled" && outcome.reason === "user_rejected") text = "rejected";
+    else if (outcome.status === "cancelled" && outcome.reason === "confirmation_timed_out") text = "expired";
+    else if (outcome.status === "cancelled") text = `cancelled \u00b7 ${outcome.reason}`;
+    if (this.closed) this.outcome.textContent = text;
+    else this.close(text);
+  }
+}

@@ -1,0 +1,369 @@
+/**
+ * The messages between the chat view and what drives it, and the event JSON a turn carries.
+ *
+ * gmchat_nb/widget/protocol.py documents every message (the kernel side of the anywidget comm);
+ * gmchat_nb/core/events.py defines the events. These types say what the view may expect, but
+ * everything here crosses a process boundary: the view checks each field before it uses one, so
+ * every field a sender may leave out (or an older sender may not know) is optional.
+ */
+
+/* ---------------------------------------------------------------------------------------------
+ * Events (core/events.py), as JSON
+ * ------------------------------------------------------------------------------------------- */
+
+/** The fields every event may carry: its place in its turn and, once stored, in the journal. */
+export interface EventBase {
+  sequence?: number;
+  position?: number;
+  continues_after?: number | null;
+}
+
+export type JsonObject = Record<string, unknown>;
+
+export interface TextChunkEvent extends EventBase {
+  type: "text_chunk";
+  content?: string;
+}
+
+export interface ToolCallEvent extends EventBase {
+  type: "tool_call";
+  id: string;
+  name?: string;
+  args?: unknown;
+  task_id?: string | null;
+}
+
+/** A query's frame summary on its tool_result (the rows travel as a paged table). */
+export interface FrameSummary {
+  rows?: number;
+  columns?: string[];
+}
+
+export interface ResultFlag {
+  path?: unknown;
+  reasons?: unknown;
+  excerpt?: unknown;
+}
+
+export interface ToolResultEvent extends EventBase {
+  type: "tool_result";
+  id: string;
+  name?: string;
+  result?: unknown;
+  frame?: FrameSummary | null;
+  duration_ms?: number | null;
+  task_id?: string | null;
+  evidence_id?: string | null;
+  flags?: ResultFlag[] | null;
+}
+
+export interface Provenance {
+  from_data?: unknown;
+  flagged_data_read?: unknown;
+}
+
+export interface ConfirmMutationEvent extends EventBase {
+  type: "confirm_mutation";
+  id: string;
+  mutation?: string;
+  input?: JsonObject;
+  expires_in_seconds?: number | null;
+  provenance?: Provenance | null;
+}
+
+export interface Usage {
+  input_tokens?: number;
+  output_tokens?: number;
+}
+
+/** A planned turn's task (the `done` event's `orchestration.tasks`). */
+export interface PlanTask {
+  task_id?: unknown;
+  objective?: unknown;
+  status?: unknown;
+  reason?: unknown;
+  managers?: unknown;
+  depends_on?: unknown;
+}
+
+export interface CalculationInput {
+  evidence_id?: unknown;
+  path?: unknown;
+  value?: unknown;
+}
+
+export interface CalculationGroup {
+  group?: unknown;
+  text?: unknown;
+  value?: unknown;
+  unit?: unknown;
+  count?: unknown;
+}
+
+export interface Calculation {
+  evidence_id?: unknown;
+  task_id?: unknown;
+  operation?: unknown;
+  text?: unknown;
+  value?: unknown;
+  unit?: unknown;
+  inputs?: unknown;
+  input_count?: unknown;
+  groups?: unknown;
+}
+
+export interface Orchestration {
+  status?: unknown;
+  coverage?: { resolved?: unknown; total?: unknown } | null;
+  tasks?: unknown;
+  unresolved?: unknown;
+  calculations?: unknown;
+  requests?: Record<string, unknown> | null;
+}
+
+export interface DoneEvent extends EventBase {
+  type: "done";
+  usage?: Usage | null;
+  orchestration?: Orchestration | null;
+}
+
+/** An error: the `error` event of a turn, a turn record's `error`, or a kernel `error` message. */
+export interface ErrorInfo {
+  message?: string;
+  code?: string;
+  retry_after_seconds?: number | null;
+}
+
+export interface ErrorEvent extends EventBase, ErrorInfo {
+  type: "error";
+}
+
+export interface StreamResetEvent extends EventBase {
+  type: "stream_reset";
+  reason?: string;
+}
+
+export interface NoticeEvent extends EventBase {
+  type: "notice";
+  kind?: string;
+  message?: string;
+  details?: JsonObject | null;
+}
+
+/** Every public event type of core/events.py. */
+export type ChatEvent =
+  | TextChunkEvent
+  | ToolCallEvent
+  | ToolResultEvent
+  | ConfirmMutationEvent
+  | DoneEvent
+  | ErrorEvent
+  | StreamResetEvent
+  | NoticeEvent;
+
+export type EventType = ChatEvent["type"];
+export type EventOf<K extends EventType> = Extract<ChatEvent, { type: K }>;
+
+/* ---------------------------------------------------------------------------------------------
+ * Records the kernel sends whole
+ * ------------------------------------------------------------------------------------------- */
+
+/** A query's result table: its first page (rows as lists or objects) and how to page it. */
+export interface TableData {
+  key: string;
+  call_id?: string;
+  manager?: string;
+  columns?: string[];
+  rows?: unknown[];
+  total_rows?: number;
+  total_count?: number;
+  complete?: boolean;
+  page_size?: number;
+}
+
+/** One query of a finished turn, with a cell that re-runs it. */
+export interface EvidenceRow {
+  manager?: unknown;
+  filters?: unknown;
+  rows?: unknown;
+  total_count?: unknown;
+  complete?: unknown;
+  document?: unknown;
+  variables?: unknown;
+  code?: unknown;
+  task_id?: unknown;
+  evidence_id?: unknown;
+}
+
+/**
+ * A turn record. Events are typed as `ChatEvent`, but a record may come from storage or an
+ * older kernel: renderers still check what they read.
+ */
+export interface TurnRecord {
+  index: number;
+  question?: string;
+  events?: ChatEvent[];
+  answer?: string;
+  usage?: Usage | null;
+  error?: ErrorInfo | null;
+  tables?: TableData[];
+  evidence?: EvidenceRow[];
+  orchestration?: Orchestration | null;
+  running?: boolean;
+}
+
+export interface ConversationItem {
+  id: string;
+  title?: string;
+  updated_at?: string | number | null;
+  messages?: number;
+}
+
+/** A cursor as the kernel sends it (see protocol.py, "Cursors"). */
+export interface CursorJson {
+  conversation_id: string;
+  position: number;
+  epoch: string;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The view -> what drives it
+ * ------------------------------------------------------------------------------------------- */
+
+export interface TableSort {
+  column: string;
+  descending: boolean;
+}
+
+export type ClientMessage =
+  | { type: "hello"; conversation_id?: string; after?: number; epoch?: string }
+  | { type: "ask"; text: string }
+  | { type: "stop" }
+  | { type: "confirm"; call_id: string; ok: boolean }
+  | { type: "to_frame"; table: string; name?: string }
+  | { type: "table_page"; table: string; offset: number; limit: number; sort?: TableSort }
+  | { type: "new_conversation" }
+  | { type: "list_conversations" }
+  | { type: "open_conversation"; conversation_id: string }
+  | { type: "clear" };
+
+export type ClientMessageType = ClientMessage["type"];
+
+/* ---------------------------------------------------------------------------------------------
+ * What drives the view -> the view
+ * ------------------------------------------------------------------------------------------- */
+
+/** `conversations` as a snapshot or replay carries it: a list, or {items, current}. */
+export type ConversationList = ConversationItem[] | { items?: ConversationItem[]; current?: string | null };
+
+export interface SnapshotMessage {
+  type: "snapshot";
+  turns?: TurnRecord[];
+  busy?: boolean;
+  provider?: unknown;
+  project?: unknown;
+  conversation_id?: string | null;
+  conversations?: ConversationList | null;
+  cursor?: CursorJson | null;
+}
+
+export interface ReplayMessage {
+  type: "replay";
+  conversation_id?: string;
+  after?: number;
+  cursor?: CursorJson | null;
+  turns?: TurnRecord[];
+  busy?: boolean;
+  pending_confirmation?: ConfirmMutationEvent | null;
+  provider?: unknown;
+  project?: unknown;
+  conversations?: ConversationList | null;
+}
+
+export interface TurnStartMessage {
+  type: "turn_start";
+  turn: TurnRecord;
+}
+
+export interface EventsMessage {
+  type: "events";
+  turn: number;
+  events: ChatEvent[];
+}
+
+export interface TableMessage {
+  type: "table";
+  turn: number;
+  table: TableData;
+}
+
+export interface TurnEndMessage {
+  type: "turn_end";
+  turn: TurnRecord;
+  cursor?: CursorJson | null;
+}
+
+export interface TablePageMessage {
+  type: "table_page";
+  table: string;
+  offset?: number;
+  rows?: unknown[];
+  total?: number;
+}
+
+export interface FrameBoundMessage {
+  type: "frame_bound";
+  table: string;
+  name?: string;
+  shape?: number[];
+}
+
+export interface ConversationsMessage {
+  type: "conversations";
+  items?: ConversationItem[];
+  current?: string | null;
+}
+
+export interface ErrorMessage extends ErrorInfo {
+  type: "error";
+}
+
+export type ServerMessage =
+  | SnapshotMessage
+  | ReplayMessage
+  | TurnStartMessage
+  | EventsMessage
+  | TableMessage
+  | TurnEndMessage
+  | TablePageMessage
+  | FrameBoundMessage
+  | ConversationsMessage
+  | ErrorMessage;
+
+export type ServerMessageType = ServerMessage["type"];
+
+const SERVER_TYPES: ReadonlySet<string> = new Set<ServerMessageType>([
+  "snapshot",
+  "replay",
+  "turn_start",
+  "events",
+  "table",
+  "turn_end",
+  "table_page",
+  "frame_bound",
+  "conversations",
+  "error",
+]);
+
+/**
+ * Whether a value received from outside is a message the view knows. Only the envelope is
+ * checked (an object with a known `type`); the view checks each field it reads.
+ */
+export function isServerMessage(value: unknown): value is ServerMessage {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { type?: unknown }).type === "string" &&
+    SERVER_TYPES.has((value as { type: string }).type)
+  );
+}
