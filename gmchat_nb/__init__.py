@@ -17,6 +17,12 @@ if "IPython" in sys.modules:  # a notebook kernel: `chat` as a cell's last line 
     register_display()
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the side panel's prebuilt labextension (built into
+    ``gmchat_nb/labextension/`` by ``frontend/``; ``jupyter labextension develop`` links it)."""
+    return [{"src": "labextension", "dest": "gmchat-nb"}]
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext gmchat_nb``: registers ``%%gmchat`` and ``%gmchat config``."""
     from .widget.display import register_display

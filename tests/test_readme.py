@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The documentation in reading order: later pages use what earlier ones set up (``$U``, ``$H``).
 PAGES = (
     "widget",
+    "panel",
     "project",
     "chat-api",
     "server",

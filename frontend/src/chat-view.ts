@@ -8,6 +8,7 @@
 
 import type { ConfirmBox } from "./confirm";
 import { ConversationPicker } from "./conversations";
+import type { CellActions } from "./evidence";
 import { button, h } from "./dom";
 import { displayName, errorText } from "./format";
 import type { ClientMessage, ErrorInfo, ReplayMessage, ServerMessage, SnapshotMessage, TurnRecord } from "./protocol";
@@ -28,6 +29,12 @@ import { type TurnHost, TurnView } from "./turn";
 
 const PIN_SLACK_PX = 32;
 
+/** What a host adds to the view (all optional: the notebook widget passes none). */
+export interface ChatViewOptions {
+  /** Evidence rows get "Insert as cell" and "→ DataFrame" (the JupyterLab side panel). */
+  cellActions?: CellActions | null;
+}
+
 function isRecord(value: unknown): value is TurnRecord {
   return Boolean(value) && typeof value === "object";
 }
@@ -36,6 +43,7 @@ function isRecord(value: unknown): value is TurnRecord {
 export class ChatView implements TurnHost {
   readonly tables = new Map<string, TableView>(); // table key -> TableView
   readonly root: HTMLDivElement;
+  readonly cellActions: CellActions | null;
   private readonly turns = new Map<number, TurnView>(); // index -> TurnView
   private readonly dirty = new Set<TurnView>();
   private readonly countdowns = new Set<ConfirmBox>();
@@ -68,11 +76,14 @@ export class ChatView implements TurnHost {
   /**
    * @param transport what carries the messages (the view never sees more of it)
    * @param host the element the view renders into
+   * @param options what the host adds (see `ChatViewOptions`)
    */
   constructor(
     private readonly transport: Transport,
     private readonly host: HTMLElement,
+    options: ChatViewOptions = {},
   ) {
+    this.cellActions = options.cellActions ?? null;
     this.widgetKey = transport.storageKey();
     this.storage = quietly(() => globalThis.sessionStorage ?? null, null);
     this.restored = loadView(this.storage, this.widgetKey);

@@ -1,7 +1,8 @@
 /**
  * Evidence: the panel under a finished turn with one row per query (its GraphQL behind "Show
  * GraphQL", "Copy as code") and, for a planned turn, the engine's calculations with the inputs
- * they read and their groups.
+ * they read and their groups. A host that can write into a notebook (the JupyterLab side panel)
+ * passes `CellActions`: each row then also has "Insert as cell" and a name with "→ DataFrame".
  */
 
 import { button, h } from "./dom";
@@ -11,6 +12,33 @@ import type { Calculation, CalculationGroup, CalculationInput, EvidenceRow } fro
 
 /** Copies text for a "Copy as code" button: `status` says "copied"; a fallback goes under `fallbackParent`. */
 export type CopyText = (text: string, status: HTMLElement, fallbackParent: HTMLElement) => void;
+
+/**
+ * What a host that holds notebooks offers the evidence rows (the side panel; the widget has none).
+ * `insertCell` puts `code` into a new code cell below the active cell of the active notebook and
+ * returns null, or says why it could not (no notebook open).
+ */
+export interface CellActions {
+  /** Why no cell can be inserted now (no notebook open), or null when one can. */
+  unavailable(): string | null;
+  insertCell(code: string): string | null;
+}
+
+const PYTHON_NAME = /^[\p{L}_][\p{L}\p{N}_]*$/u;
+const FRAME_RESULT = /^frame = /m;
+
+/**
+ * A cell that binds a query's DataFrame to `name`: the row's code (which ends with `frame = await
+ * project.frame(...)` and `frame`) with its last line bound to the name. Null when the code has
+ * no `frame = ` line to bind.
+ */
+export function frameCellCode(code: string, name: string): string | null {
+  const text = code.replace(/\s+$/, "");
+  if (!FRAME_RESULT.test(text)) return null;
+  const lines = text.split("\n");
+  if (lines[lines.length - 1]?.trim() === "frame") lines.pop();
+  return [...lines, `${name} = frame`, name].join("\n");
+}
 
 /** The GraphQL document and its variables, as shown by "Show GraphQL". */
 function graphqlText(row: EvidenceRow): string {
@@ -97,6 +125,7 @@ export class EvidencePanel {
     private readonly copyText: CopyText,
     rows: readonly EvidenceRow[],
     calculations: readonly Calculation[] = [],
+    private readonly cells: CellActions | null = null,
   ) {
     this.count = rows.length;
     // A planned turn's queries have evidence ids (what calculations and the answer cite).
@@ -141,6 +170,7 @@ export class EvidencePanel {
     const copy = button("Copy as code", { cls: "gmchat-link-btn", testid: "gmchat-copy", aria: "Copy this query as Python code" });
     const actions = h("td", { cls: "gmchat-actions" }, [toggle, copy, copied]);
     copy.addEventListener("click", () => this.copyText(String(row.code || ""), copied, actions));
+    if (this.cells) actions.append(this.cellControls(this.cells, row));
     body.append(
       h("tr", {}, [
         ids ? h("td", { cls: "gmchat-mono", testid: "gmchat-evidence-row-id", text: formatCell(row.evidence_id) }) : null,
@@ -153,5 +183,55 @@ export class EvidencePanel {
       ]),
       detail,
     );
+  }
+
+  /** "Insert as cell", and a name with "→ DataFrame" (a cell binding the result to it). */
+  private cellControls(cells: CellActions, row: EvidenceRow): HTMLElement {
+    const code = typeof row.code === "string" ? row.code : "";
+    const status = h("span", { cls: "gmchat-cell-status", testid: "gmchat-cell-status", attrs: { role: "status" } });
+    const say = (text: string, bad: boolean): void => {
+      status.textContent = text;
+      status.classList.toggle("gmchat-bad", bad);
+    };
+    const insert = (source: string | null, done: string): void => {
+      const unavailable = cells.unavailable();
+      if (unavailable !== null) return say(unavailable, true);
+      if (!code) return say("The server sent no code for this query (its evidence route is missing: update gmchat_nb on the server).", true);
+      if (source === null) return say("This query's code does not end in a DataFrame to bind.", true);
+      const refused = cells.insertCell(source);
+      say(refused ?? done, refused !== null);
+    };
+    const name = h("input", {
+      cls: "gmchat-frame-name",
+      testid: "gmchat-evidence-frame-name",
+      attrs: { type: "text", placeholder: "variable name (optional)", "aria-label": "Variable name for the DataFrame", spellcheck: "false" },
+    });
+    const toFrame = (): void => {
+      const chosen = name.value.trim() || "gm_frame";
+      if (!PYTHON_NAME.test(chosen)) return say("not a valid Python name", true);
+      insert(frameCellCode(code, chosen), `inserted a cell binding ${chosen}`);
+    };
+    name.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        toFrame();
+      }
+    });
+    return h("div", { cls: "gmchat-cell-actions" }, [
+      button("Insert as cell", {
+        cls: "gmchat-link-btn",
+        testid: "gmchat-insert-cell",
+        aria: "Insert this query's code as a cell below the active notebook cell",
+        onClick: () => insert(code, "inserted below the active cell"),
+      }),
+      name,
+      button("\u2192 DataFrame", {
+        cls: "gmchat-link-btn",
+        testid: "gmchat-evidence-to-frame",
+        aria: "Insert a cell that binds this result to a DataFrame variable",
+        onClick: toFrame,
+      }),
+      status,
+    ]);
   }
 }

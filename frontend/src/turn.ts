@@ -7,7 +7,7 @@
 
 import { ConfirmBox } from "./confirm";
 import { h } from "./dom";
-import { type CopyText, EvidencePanel } from "./evidence";
+import { type CellActions, type CopyText, EvidencePanel } from "./evidence";
 import { errorText, isObject, usageText } from "./format";
 import { renderMarkdown } from "./markdown";
 import { PlanPanel, partialBanner } from "./plan-panel";
@@ -36,6 +36,8 @@ export interface TurnHost {
   stopCountdown(box: ConfirmBox): void;
   /** Every result table of the view, by key (`table_page` and `frame_bound` find theirs here). */
   readonly tables: Map<string, TableView>;
+  /** Notebook actions of the evidence rows, when the host has notebooks (the side panel). */
+  readonly cellActions?: CellActions | null;
 }
 
 type EventRenderers = { readonly [K in EventType]: (turn: TurnView, event: EventOf<K>) => void };
@@ -270,7 +272,7 @@ export class TurnView {
     const key = `${this.evidenceRows.length}:${calculations.length}`;
     if ((!this.evidenceRows.length && !calculations.length) || key === this.evidenceKey) return;
     this.evidenceKey = key;
-    this.evidenceSlot.replaceChildren(new EvidencePanel(this.chat.copyText, this.evidenceRows, calculations).el);
+    this.evidenceSlot.replaceChildren(new EvidencePanel(this.chat.copyText, this.evidenceRows, calculations, this.chat.cellActions ?? null).el);
   }
 
   /** The turn ended: final answer, usage, error and evidence from the record. */

@@ -16,7 +16,12 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Dict, Float, Int, Unicode
 
 from ..core.settings import ChatSettings, load_settings
-from .durable import CancelHandler, ConversationEventsHandler, TurnsHandler
+from .durable import (
+    CancelHandler,
+    ConversationEventsHandler,
+    TurnEvidenceHandler,
+    TurnsHandler,
+)
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
 from .sessions import ChatRuntime
 from .sse import StreamHandler
@@ -115,6 +120,11 @@ class GMChat(ExtensionApp):
                 (prefix + "/turns/?", TurnsHandler, common),
                 (prefix + "/conversations/([^/]+)/events/?", ConversationEventsHandler, streaming),
                 (prefix + "/conversations/([^/]+)/turns/([^/]+)/cancel/?", CancelHandler, common),
+                (
+                    prefix + "/conversations/([^/]+)/turns/([^/]+)/evidence/?",
+                    TurnEvidenceHandler,
+                    common,
+                ),
                 (prefix + "/ws", ChatSocket, common),
             ]
         )

@@ -17,6 +17,11 @@
   ``duplicate`` (this command again) or ``too_late`` (ended, or cancelled by another command),
   with the turn's state and the journal's last position. Cooperative: the turn stops at its next
   step and closes as interrupted; an effect already under way is not claimed undone.
+* ``GET {url}conversations/{id}/turns/{turn_id}/evidence``: ``{conversation_id, turn_id,
+  evidence}``, one row per query of the turn that returned rows so far (a running turn's
+  finished ones), as the widget's evidence panel shows them: its GraphQL ``document`` and
+  ``variables``, compiled again from the journaled call by the project's own compiler, and a
+  ``code`` cell that re-runs it. Read from the store alone, so any server sharing it answers.
 """
 
 from __future__ import annotations
@@ -24,23 +29,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from typing import Any
 
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from ..core.session.evidence import stored_evidence
 from ..core.session.messages import text_refusal
 from ..core.store import TurnBusy, TurnConflict, UnknownConversation
 from ..core.store.records import FINAL_TURN_STATES, JournalEntry
-from .handlers import UNKNOWN_CONVERSATION, GMChatHandler, allow
+from .handlers import STORE_UNAVAILABLE, UNAVAILABLE, UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
 from .sessions import ChatRuntime
 from .sse import KEEPALIVE
 
-__all__ = ["CancelHandler", "ConversationEventsHandler", "TurnsHandler", "frame"]
+__all__ = [
+    "CancelHandler",
+    "ConversationEventsHandler",
+    "TurnEvidenceHandler",
+    "TurnsHandler",
+    "frame",
+]
+
+log = logging.getLogger(__name__)
 
 TURN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+UNKNOWN_TURN = "No turn with that id in this conversation."
 CANCEL_WAIT_SECONDS = 5.0  # how long a cancel waits for the turn to journal its end
 
 
@@ -232,7 +248,7 @@ class CancelHandler(DurableHandler):
                 self.runtime.turns.cancel, conversation_id, turn_id, command_id
             )
             if result is None:
-                raise Refused(404, "bad_event", "No turn with that id in this conversation.")
+                raise Refused(404, "bad_event", UNKNOWN_TURN)
         except Refused as refused:
             return self.refuse(refused)
         if result == "cancelled":
@@ -268,3 +284,38 @@ class CancelHandler(DurableHandler):
                     await asyncio.wait_for(woken.wait(), 1.0)
         finally:
             self.runtime.unwatch(conversation_id, woken)
+
+
+class TurnEvidenceHandler(DurableHandler):
+    """``GET {url}conversations/{id}/turns/{turn_id}/evidence``: a turn's queries as evidence."""
+
+    @web.authenticated
+    @allow("read")
+    async def get(self, conversation_id: str, turn_id: str) -> None:
+        self.check_permission()
+        try:
+            await self.own_conversation(conversation_id)
+            evidence = await self.runtime.engine.run(self._evidence(conversation_id, turn_id))
+        except Refused as refused:
+            return self.refuse(refused)
+        body = {"conversation_id": conversation_id, "turn_id": turn_id, "evidence": evidence}
+        self.finish(json.dumps(body, default=str))
+
+    async def _evidence(self, conversation_id: str, turn_id: str) -> list[dict[str, Any]]:
+        """On the engine: the turn's journaled events, its queries compiled again."""
+        runtime = self.runtime
+        store = runtime.store
+        events = store.events(conversation_id, turn_id=turn_id)
+        # (a turn stored before turns had rows of their own is known by its events alone)
+        if not events and store.turn(conversation_id, turn_id) is None:
+            raise Refused(404, "bad_event", UNKNOWN_TURN)
+        if not any(event.get("type") == "tool_result" and event.get("frame") for event in events):
+            return []  # no query: nothing to compile, the project is not needed
+        try:
+            project = await runtime.project()
+            return await stored_evidence(project, runtime.settings, events)
+        except STORE_UNAVAILABLE:
+            raise
+        except Exception:  # the project cannot be connected, or an id look-up failed
+            log.exception("gmchat could not compile the evidence of turn %s", turn_id[:200])
+            raise Refused(503, "chat_error", UNAVAILABLE) from None

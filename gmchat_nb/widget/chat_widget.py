@@ -5,7 +5,8 @@ No loop logic lives here: turns run through ``Chat.stream``; this module only tr
 to messages (see :mod:`gmchat_nb.widget.protocol`) and user actions back into chat calls.
 
 Over 400 lines: one anywidget class whose traits, message handlers and transcript share
-their state; the module's functions are the evidence and replay rows it sends.
+their state; the module's functions are the replay rows it sends (evidence rows are
+``core/session/evidence.py``'s, shared with the server's evidence route).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ import anywidget
 import traitlets
 
 from ..core.events import ChatEvent, Error, StreamReset, TextChunk, ToolResult, answer_text
-from ..core.project.project import QueryOutcome
-from ..core.project.targets import demo_name
+from ..core.session.evidence import evidence_row, planned_ids
 from ..core.turns import new_turn_id
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..chat import Chat
     from ..core.session import ChatSession
 
-__all__ = ["ChatWidget", "evidence_code"]
+__all__ = ["ChatWidget"]
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -199,9 +199,9 @@ class ChatWidget(anywidget.AnyWidget):
             turn = self.chat.turns[-1] if self.chat.turns else None
             if turn is not None and turn.question == record["question"]:
                 record["usage"] = turn.usage
-                planned = _planned_ids(record["events"])
+                planned = planned_ids(record["events"])
                 record["evidence"] = [
-                    _evidence_row(outcome, self.chat, planned.get(call_id, {}))
+                    evidence_row(call_id, outcome, self.chat.settings, planned.get(call_id))
                     for outcome, call_id in zip(turn.outcomes, turn.call_ids, strict=False)
                 ]
             self.transcript = [_summary(item) for item in self.turns]
@@ -434,57 +434,6 @@ def _for_display(event: ChatEvent) -> dict[str, Any]:
         result["rows"] = event.frame["rows"]
         payload["result"] = result
     return payload
-
-
-def evidence_code(outcome: QueryOutcome, chat: Chat) -> str:
-    """A notebook cell that re-runs exactly this query and returns its DataFrame."""
-    target = chat.settings.project
-    demo = demo_name(target)
-    if demo is not None:
-        connect = f"project = gmchat_nb.demo_project({'' if demo == 'inventory' else repr(demo)})"
-    else:
-        exposed = list(chat.settings.exposed_managers or [])
-        connect = f"project = await gmchat_nb.connect({target!r}, exposed={exposed!r})"
-    variables = outcome.variables[0] if outcome.variables else {}
-    return (
-        "import gmchat_nb\n\n"
-        f"{connect}\n"
-        f"DOCUMENT = {json.dumps(outcome.document)}\n"
-        f"VARIABLES = {json.dumps(variables, default=str)}\n"
-        "frame = await project.frame(DOCUMENT, VARIABLES)\n"
-        "frame"
-    )
-
-
-def _evidence_row(
-    outcome: QueryOutcome, chat: Chat, planned: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """One query of the evidence panel; ``planned`` adds a planned query's ``task_id`` and
-    ``evidence_id`` (what the plan's calculations and the answer cite)."""
-    first = outcome.variables[0] if outcome.variables else {}
-    return {
-        "manager": outcome.manager,
-        "filters": first.get("filter"),
-        "rows": len(outcome.rows),
-        "total_count": outcome.total_count,
-        "complete": outcome.complete,
-        "document": outcome.document,
-        "variables": first,
-        "code": evidence_code(outcome, chat),
-        **(planned or {}),
-    }
-
-
-def _planned_ids(events: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """Tool call id -> the ``task_id`` and ``evidence_id`` its result carried (planned turns)."""
-    found: dict[str, dict[str, str]] = {}
-    for event in events:
-        if event.get("type") != "tool_result":
-            continue
-        ids = {key: event[key] for key in ("task_id", "evidence_id") if event.get(key)}
-        if ids:
-            found[str(event.get("id"))] = ids
-    return found
 
 
 def _merged(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:

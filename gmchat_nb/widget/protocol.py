@@ -49,10 +49,12 @@ Kernel -> front end:
 A Turn record: {index, question, events: [...], answer, usage, error: {code, message}|null,
 tables: [Table], evidence: [Evidence], orchestration: {...}|null, running: bool} (``orchestration``:
 the ``done`` event's, for a planned turn). A Table: {key, call_id, manager, columns,
-rows (first page), total_rows, total_count, complete, page_size}. An Evidence row: {manager,
-filters, rows, total_count, complete, document, variables, code, task_id?, evidence_id?} where
-``code`` is a cell that re-runs exactly that query through ``gmchat_nb.connect(...)`` and returns
-the DataFrame (the ids only for a planned turn's queries).
+rows (first page), total_rows, total_count, complete, page_size}. An Evidence row: {call_id,
+manager, filters, rows, total_count, complete, document, variables, code, task_id?,
+evidence_id?} where ``code`` is a cell that re-runs exactly that query through
+``gmchat_nb.demo_project(...)`` or ``gmchat_nb.connect(...)`` and returns the DataFrame (the ids
+only for a planned turn's queries); the server's ``GET {url}conversations/{id}/turns/{turn_id}/
+evidence`` answers the same rows (both from ``core/session/evidence.py``).
 
 Cursors. The conversation's journal numbers every event the session stores with a gap-free
 ``position`` (what the server extension's event streams send as ``sequence``; an event's own

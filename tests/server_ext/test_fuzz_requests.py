@@ -186,12 +186,15 @@ def path_segment(value: str) -> str:
 def test_durable_routes_answer_every_body_and_path_with_a_documented_code(
     server: JupyterServer, body: str | bytes, segment: str, cursor: str
 ) -> None:
-    """``turns/``, ``…/cancel`` and ``…/events``: the durable routes' ``{"error", "message"}``
-    envelope with a documented code, or the admission, answer or stream they promise."""
+    """``turns/``, ``…/cancel``, ``…/evidence`` and ``…/events``: the durable routes'
+    ``{"error", "message"}`` envelope with a documented code, or the admission, answer or stream
+    they promise."""
     admitted = httpx.post(server.chat_url + "turns/", content=body, headers=AUTH, timeout=60)
     cid = path_segment(segment)
     cancel_url = server.chat_url + f"conversations/{cid}/turns/{cid}/cancel"
     cancelled = httpx.post(cancel_url, content=body, headers=AUTH, timeout=60)
+    evidence_url = server.chat_url + f"conversations/{cid}/turns/{cid}/evidence"
+    evidence = httpx.get(evidence_url, headers=AUTH, timeout=60)
     events_url = server.chat_url + f"conversations/{cid}/events"
     with httpx.stream(
         "GET", events_url, headers={**AUTH, "Last-Event-ID": cursor}, timeout=60
@@ -201,6 +204,7 @@ def test_durable_routes_answer_every_body_and_path_with_a_documented_code(
     for status, payload in (
         (admitted.status_code, admitted.content),
         (cancelled.status_code, cancelled.content),
+        (evidence.status_code, evidence.content),
         (events_status, events_body),
     ):
         assert status in DURABLE_STATUSES, (status, payload[:300])

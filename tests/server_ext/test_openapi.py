@@ -69,6 +69,7 @@ CONVERSATIONS = "/gmchat/chat/conversations/"
 TURNS = "/gmchat/chat/turns/"
 EVENTS = "/gmchat/chat/conversations/{conversation_id}/events"
 CANCEL = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/cancel"
+EVIDENCE = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/evidence"
 SOCKET = "/gmchat/chat/ws"
 
 Outcome = tuple[str, str, int, str | None]  # (path, method, status, error code or None)
@@ -1004,6 +1005,50 @@ def test_a_running_turn_is_busy_everywhere_and_cancelled(slow: Server) -> None:
     assert validated(post(url, {"command_id": "stop-2"}), CANCEL)["result"] == "too_late"
 
 
+def evidence_url(server: Server, conversation_id: str, turn_id: str) -> str:
+    return server.chat_url + f"conversations/{conversation_id}/turns/{turn_id}/evidence"
+
+
+def test_turn_evidence(guarded: Server) -> None:
+    """A durable turn's queries as evidence (the loop guard answered the repeats, so one ran),
+    a turn that queried nothing, and the refusals."""
+    conversation = new_conversation(guarded)
+    turn_id = f"evidence-{uuid.uuid4().hex}"
+    validated(admit(guarded, conversation, turn_id, "List the parts"), TURNS)
+    frames = journal(guarded, conversation)
+    [result] = [f["data"] for f in frames if f["data"]["type"] == "tool_result" and "frame" in
+                f["data"]]  # fmt: skip
+    url = evidence_url(guarded, conversation, turn_id)
+    body = validated(httpx.get(url, headers=AUTH), EVIDENCE, valid_request=True)
+    [row] = body["evidence"]
+    assert (body["conversation_id"], body["turn_id"]) == (conversation, turn_id)
+    assert (row["call_id"], row["manager"], row["rows"]) == (
+        result["id"],
+        "Part",
+        len(result["result"]["data"]),
+    )
+    assert "partList" in row["document"] and "gmchat_nb.demo_project()" in row["code"]
+    refused_turn, other = f"refused-{uuid.uuid4().hex}", new_conversation(guarded)
+    validated(admit(guarded, other, refused_turn, OVERRIDE), TURNS)  # it asks nothing
+    assert journal(guarded, other)[-1]["data"]["code"] == "input_refused"
+    empty = validated(
+        httpx.get(evidence_url(guarded, other, refused_turn), headers=AUTH),
+        EVIDENCE,
+        valid_request=True,
+    )
+    assert empty["evidence"] == []
+    refused(httpx.get(evidence_url(guarded, "nope", turn_id), headers=AUTH), EVIDENCE, 404,
+            "bad_event")  # fmt: skip
+    unknown = refused(
+        httpx.get(evidence_url(guarded, conversation, "nope"), headers=AUTH),
+        EVIDENCE,
+        404,
+        "bad_event",
+    )
+    assert unknown["message"] == "No turn with that id in this conversation."
+    refused(httpx.get(url), EVIDENCE, 403, "jupyter")
+
+
 # -- the WebSocket --------------------------------------------------------------------------------
 
 
@@ -1154,6 +1199,7 @@ def test_a_store_that_cannot_be_opened_is_503_on_every_route(broken: Server) -> 
         (post(url + "turns/", {"turn_id": "t1", "text": "Hi"}), TURNS),
         (httpx.get(events_url(broken, "any"), headers=AUTH), EVENTS),
         (post(cancel_url(broken, "any", "t1"), {"command_id": "c1"}), CANCEL),
+        (httpx.get(evidence_url(broken, "any", "t1"), headers=AUTH), EVIDENCE),
     ):
         body = refused(response, path, 503, "chat_error")
         message = body["events"][0]["message"] if "events" in body else body["message"]

@@ -198,6 +198,14 @@ class Project:
             plan.notes.append(f"The server allows at most {learned.group(1)} rows per page.")
             return await self._run_query(plan)
 
+    async def query_request(self, args: dict[str, Any]) -> tuple[QueryPlan, list[dict[str, Any]]]:
+        """What :meth:`query` sends for ``args``, without running it: the compiled plan and the
+        variables of each page request (an id look-up's sub-query runs to fill it in). Compiling
+        is deterministic, so a stored ``query`` call's document and variables are rebuilt from
+        its arguments (the evidence of a turn read back from the journal)."""
+        plan = self.compiler.compile(args)
+        return plan, await self._page_variables(plan)
+
     def prepare_mutation(self, mutation: Any, input: Any) -> PreparedMutation:
         """Validate a mutation call completely, without running it."""
         return self.mutation_compiler.prepare(mutation, input, self.allowed_mutations)
@@ -265,10 +273,14 @@ class Project:
 
     # -- internals -----------------------------------------------------------------------------
 
-    async def _run_query(self, plan: QueryPlan) -> QueryOutcome:
+    async def _page_variables(self, plan: QueryPlan) -> list[dict[str, Any]]:
+        """Each page request's variables, the plan's id look-ups run first."""
         for lookup in plan.id_lookups:
             await self._fill_ids(lookup, plan.notes)
-        variables = [plan.request_variables(page) for page in plan.pages]
+        return [plan.request_variables(page) for page in plan.pages]
+
+    async def _run_query(self, plan: QueryPlan) -> QueryOutcome:
+        variables = await self._page_variables(plan)
         if len(variables) == 1 or not self.executor.concurrent:  # no tasks to schedule
             outcomes = [await self._execute(plan.document, v, "GmchatQuery") for v in variables]
         else:

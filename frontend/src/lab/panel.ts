@@ -1,0 +1,92 @@
+/**
+ * The side panel: a Lumino widget holding one `ChatView` on a `ServerTransport` (the server
+ * extension's routes), created the first time the panel is shown. Its evidence rows insert cells
+ * into the active notebook (`INotebookTracker`, when the front end has one).
+ */
+
+import type { JupyterFrontEnd } from "@jupyterlab/application";
+import { URLExt } from "@jupyterlab/coreutils";
+import { type INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
+import { ServerConnection } from "@jupyterlab/services";
+import { Widget } from "@lumino/widgets";
+
+import { ChatView } from "../chat-view";
+import type { CellActions } from "../evidence";
+import { ServerTransport } from "../transport/server";
+
+export const PANEL_ID = "gmchat-panel";
+
+export interface PanelOptions {
+  app: JupyterFrontEnd;
+  tracker: INotebookTracker | null;
+  /** The chat routes below the server's base URL (the setting `url`). */
+  url: Promise<string>;
+}
+
+/** "Insert as cell" into the notebook the user worked in last. */
+export function notebookCells(tracker: INotebookTracker | null): CellActions {
+  const unavailable = (): string | null => {
+    if (!tracker) return "This Jupyter front end has no notebooks to insert into.";
+    const panel = tracker.currentWidget;
+    if (!panel || panel.isDisposed) return "No notebook is open: open one (or click into it), then insert again.";
+    if (!panel.content.model) return "The notebook is still loading: try again in a moment.";
+    return null;
+  };
+  return {
+    unavailable,
+    insertCell(code: string): string | null {
+      const refused = unavailable();
+      const notebook = tracker?.currentWidget?.content;
+      if (refused !== null || !notebook) return refused ?? "No notebook is open.";
+      NotebookActions.insertBelow(notebook);
+      if (notebook.activeCell?.model.type !== "code") NotebookActions.changeCellType(notebook, "code");
+      const cell = notebook.activeCell;
+      if (!cell) return "The notebook did not take the cell.";
+      cell.model.sharedModel.setSource(code);
+      return null;
+    },
+  };
+}
+
+/** The gmchat side panel. */
+export class ChatPanel extends Widget {
+  private view: ChatView | null = null;
+  private transport: ServerTransport | null = null;
+  private starting = false;
+
+  constructor(private readonly options: PanelOptions) {
+    super();
+    this.id = PANEL_ID;
+    this.addClass("gmchat-panel");
+    this.title.label = "gmchat";
+    this.title.caption = "gmchat: ask about the project's data";
+  }
+
+  /** Connect the first time the panel shows (a panel never opened costs no requests). */
+  protected override onAfterShow(): void {
+    if (this.starting) return;
+    this.starting = true;
+    void this.options.url.then((url) => this.start(url));
+  }
+
+  private start(url: string): void {
+    if (this.isDisposed) return;
+    const settings = ServerConnection.makeSettings();
+    const joined = URLExt.join(settings.baseUrl, url);
+    const base = joined.endsWith("/") ? joined : `${joined}/`;
+    this.transport = new ServerTransport({
+      fetch: (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, settings),
+      storagePrefix: `gmchat:${base}:`,
+      storage: globalThis.localStorage ?? null,
+    });
+    this.view = new ChatView(this.transport, this.node, { cellActions: notebookCells(this.options.tracker) });
+    this.node.setAttribute("data-gmchat-url", base);
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) return;
+    this.view?.dispose();
+    this.transport?.dispose();
+    super.dispose();
+  }
+}

@@ -1,0 +1,181 @@
+"""A turn's evidence: per successful query, its GraphQL document, its variables and a notebook
+cell that re-runs exactly that query.
+
+One builder for both surfaces that show it, so they show the same thing: the widget's evidence
+panel (from the outcomes of the turn its kernel ran) and the server's
+``GET {url}conversations/{id}/turns/{turn_id}/evidence`` (from the journal, on any server that
+shares the store). A journaled query keeps its arguments (its ``tool_call``) and its answer (its
+``tool_result``: rows, total, completeness), not the GraphQL it sent; :func:`stored_evidence`
+compiles that again from the arguments with the project's own compiler
+(:meth:`~gmchat_nb.core.project.Project.query_request`, what ``query`` itself runs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..dsn import without_password
+from ..project import Project, QueryOutcome
+from ..project.errors import ToolError
+from ..project.targets import demo_name
+from ..project.tools import DIRECT_PREFIX, TOOLS, direct_tool_name
+from ..settings import ChatSettings
+
+__all__ = ["evidence_code", "evidence_row", "planned_ids", "stored_evidence", "surviving_events"]
+
+log = logging.getLogger(__name__)
+
+
+def evidence_code(document: str, variables: Mapping[str, Any], settings: ChatSettings) -> str:
+    """A notebook cell that re-runs exactly this query (``document`` with ``variables``) on the
+    settings' project and shows its DataFrame (the widget's "Copy as code")."""
+    target = settings.project
+    demo = demo_name(target)
+    if demo is not None:
+        connect = f"project = gmchat_nb.demo_project({'' if demo == 'inventory' else repr(demo)})"
+    else:
+        exposed = list(settings.exposed_managers) if settings.exposed_managers is not None else None
+        # The cell is shown to whoever reads the turn (over HTTP too): a password in the project's
+        # URL stays on the server, and the cell says what to put back.
+        shown = without_password(target) if isinstance(target, str) else target
+        connect = f"project = await gmchat_nb.connect({shown!r}, exposed={exposed!r})"
+        if shown != target:
+            connect = "# the project URL's password is not shown: put it back for ***\n" + connect
+    return (
+        "import gmchat_nb\n\n"
+        f"{connect}\n"
+        f"DOCUMENT = {json.dumps(document)}\n"
+        f"VARIABLES = {json.dumps(dict(variables), default=str)}\n"
+        "frame = await project.frame(DOCUMENT, VARIABLES)\n"
+        "frame"
+    )
+
+
+def evidence_row(
+    call_id: str,
+    outcome: QueryOutcome,
+    settings: ChatSettings,
+    planned: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One query of the evidence panel: ``{call_id, manager, filters, rows, total_count,
+    complete, document, variables, code}`` (the first page's variables); ``planned`` adds a
+    planned query's ``task_id`` and ``evidence_id`` (what its calculations and answer cite)."""
+    first = outcome.variables[0] if outcome.variables else {}
+    return {
+        "call_id": call_id,
+        "manager": outcome.manager,
+        "filters": first.get("filter"),
+        "rows": len(outcome.rows),
+        "total_count": outcome.total_count,
+        "complete": outcome.complete,
+        "document": outcome.document,
+        "variables": first,
+        "code": evidence_code(outcome.document, first, settings),
+        **(planned or {}),
+    }
+
+
+def planned_ids(events: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Tool call id -> the ``task_id`` and ``evidence_id`` its result carried (planned turns)."""
+    found: dict[str, dict[str, str]] = {}
+    for event in events:
+        if event.get("type") != "tool_result":
+            continue
+        ids = {key: str(event[key]) for key in ("task_id", "evidence_id") if event.get(key)}
+        if ids:
+            found[str(event.get("id"))] = ids
+    return found
+
+
+def surviving_events(payloads: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """One turn's journaled events without those a crash cut off: the first event a new driver
+    wrote after a crash drops the events numbered after its ``continues_after``."""
+    kept: list[Mapping[str, Any]] = []
+    for payload in payloads:
+        cut = payload.get("continues_after")
+        if isinstance(cut, int) and not isinstance(cut, bool):
+            kept = [event for event in kept if _sequence(event) <= cut]
+        kept.append(payload)
+    return kept
+
+
+async def stored_evidence(
+    project: Project, settings: ChatSettings, payloads: Iterable[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The evidence rows of one journaled turn (its events' payloads, in order): one per query
+    that returned rows (a ``tool_result`` with a ``frame``, as only a query that ran has; a
+    repeat answered from before or a planned read served from the turn's evidence has none),
+    in the order of their results. A query the project cannot compile now — a manager or
+    filter it no longer exposes — is left out: nothing hidden is shown.
+
+    An id look-up (a filter the server cannot nest) runs its sub-query again to fill in the
+    variables; everything else is compiled without a request."""
+    events = surviving_events(payloads)
+    planned = planned_ids(events)
+    calls: dict[str, Mapping[str, Any]] = {}  # the latest call of each id before its result
+    rows: list[dict[str, Any]] = []
+    for event in events:
+        kind, call_id = event.get("type"), str(event.get("id"))
+        if kind == "tool_call":
+            calls[call_id] = event
+            continue
+        result = event.get("result")
+        if kind != "tool_result" or not isinstance(event.get("frame"), dict):
+            continue
+        call = calls.get(call_id)
+        if call is None or not isinstance(result, dict) or not isinstance(result.get("data"), list):
+            continue
+        outcome = await _rebuilt(project, call.get("name"), call.get("args"), result)
+        if outcome is not None:
+            rows.append(evidence_row(call_id, outcome, settings, planned.get(call_id)))
+    return rows
+
+
+async def _rebuilt(
+    project: Project, name: Any, args: Any, result: Mapping[str, Any]
+) -> QueryOutcome | None:
+    """The outcome of a stored query call: its plan and variables compiled again, its rows and
+    counts as its result gave them; None when the project cannot compile it now."""
+    arguments = _query_arguments(project, name, args)
+    if arguments is None:
+        return None
+    try:
+        plan, variables = await project.query_request(arguments)
+    except ToolError as error:  # a manager, field or filter the project does not expose now
+        log.debug("a stored query's evidence cannot be compiled again: %s", error.code)
+        return None
+    total = result.get("total_count")
+    has_more = result.get("has_more")
+    notes = result.get("notes")
+    return QueryOutcome(
+        manager=plan.manager.name,
+        plan=plan,
+        variables=variables,
+        rows=list(result["data"]),
+        total_count=total if isinstance(total, int) and not isinstance(total, bool) else None,
+        has_more=has_more if isinstance(has_more, bool) else None,
+        complete=result.get("complete") is True,
+        notes=[str(note) for note in notes] if isinstance(notes, list) else [],
+    )
+
+
+def _query_arguments(project: Project, name: Any, args: Any) -> dict[str, Any] | None:
+    """The ``query`` arguments of a call of ``query`` or of a direct ``query_<manager>`` tool
+    (as dispatch reads them), or None for any other call."""
+    if not isinstance(name, str) or not isinstance(args, dict):
+        return None
+    if name == TOOLS.query.name:
+        return dict(args)
+    if name.startswith(DIRECT_PREFIX) and TOOLS.get(name) is None:
+        manager = project.index.find(name[len(DIRECT_PREFIX) :])
+        if manager is not None and direct_tool_name(manager.name) == name:
+            return {**args, "manager": manager.name}
+    return None
+
+
+def _sequence(event: Mapping[str, Any]) -> int:
+    value = event.get("sequence")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
