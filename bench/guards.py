@@ -10,8 +10,7 @@ The two-tool read turns of ``bench/turn.py`` ("small": 4 rows, "typical": 68 row
 in-process inventory demo with a zero-latency scripted provider, through ``Chat.ask`` with a
 SQLite store in memory -- an offline turn, so the defences' cost is not hidden behind a model's
 seconds. "On" is every defence (loop guard, data flags on every read result, the mutation intent
-gate, all three completion gates -- ``grounded_numbers`` too, off by default -- on an answer that
-states numbers, the turn's trace);
+gate, all three completion gates on an answer that states numbers, the turn's trace);
 "off" sets ``loop_guard.enabled: false``, ``completion_gates: false`` and ``injection``'s
 ``mutation_intent`` and ``flag_results`` to false (the trace is always recorded; it is
 sanitized only when read). Turns alternate between the two
@@ -42,7 +41,7 @@ from gmchat_nb.core.providers.scripted import ScriptedProvider
 
 TARGET = 0.05  # the issue's goal: under 5% of an offline turn
 COMMON: dict[str, Any] = {"store": ":memory:", "rate_limit": {"requests": None}}
-ON: dict[str, Any] = {"completion_gates": True}  # every gate, grounded_numbers too
+ON: dict[str, Any] = {"completion_gates": True}  # every gate
 OFF: dict[str, Any] = {
     "loop_guard": {"enabled": False},
     "completion_gates": False,

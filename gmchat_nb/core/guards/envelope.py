@@ -22,7 +22,7 @@ import json
 from typing import Any, Final
 
 from ..text import clean_text
-from .invisible import strip_invisible
+from .invisible import has_invisible, strip_invisible
 
 __all__ = ["DATA_RULE", "tool_result_text"]
 
@@ -53,12 +53,22 @@ def tool_result_text(tool: str, call_id: str, result: Any) -> str:
     the model can report instead of the turn failing.
     """
     try:
-        text = _dumps({"tool": tool, "call_id": call_id, "data": strip_invisible(result)})
+        text = _dumps({"tool": tool, "call_id": call_id, "data": result})
+        # Every invisible character is outside ASCII and JSON writes it as it is: text without
+        # one needs no stripped copy of the data (a Python walk, most of the cost), and is the
+        # same text. Only data holding one is copied and stripped (removing characters from
+        # strings never makes data JSON could not write writable).
+        if has_invisible(text):
+            text = _dumps({"tool": tool, "call_id": call_id, "data": strip_invisible(result)})
     except (TypeError, ValueError, RecursionError) as error:
-        unencodable = {
-            "status": "error",
-            "code": "unencodable_result",
-            "message": f"The tool's result could not be written as JSON ({type(error).__name__}).",
-        }
-        text = _dumps({"tool": tool, "call_id": call_id, "data": unencodable})
+        text = _unencodable(tool, call_id, error)
     return clean_text(text.translate(_ANGLES))
+
+
+def _unencodable(tool: str, call_id: str, error: Exception) -> str:
+    unencodable = {
+        "status": "error",
+        "code": "unencodable_result",
+        "message": f"The tool's result could not be written as JSON ({type(error).__name__}).",
+    }
+    return _dumps({"tool": tool, "call_id": call_id, "data": unencodable})

@@ -11,9 +11,12 @@ and the turn's :class:`TurnFacts`; a failed gate yields one corrective message f
   executed mutation only a claim of a kind (create, update, delete) never executed fails.
 * ``grounded_numbers`` catches invented numbers: each must be in the tool results or the user's
   words, or follow simply from them (rounded to the answer's precision, a column's sum or
-  average, a row count, a difference, ratio or percentage of two comparable facts). Small counts
-  (0-10), years, dates, times, ordinals, list markers and ids are not checked. Facts are capped
-  and pairs searched by bisection, so a large result costs milliseconds.
+  average, a row count, a difference, ratio or percentage of two comparable facts, what an
+  analyst derives from rows -- :mod:`.derived`: products within a row and their sums, a group's
+  sum or mean -- or a sum of the answer's own accepted figures). Small counts (0-10), years,
+  dates, times, ordinals, list markers and ids are not checked. Most answers state numbers as
+  the results write them, which is checked first on the results' distinct texts; facts are
+  capped and pairs searched by bisection, so a large result costs milliseconds.
 * ``empty_data`` catches findings reported over nothing, as models fill an empty result with
   plausible rows: every data call failed or came back empty, yet the answer gives numbers nobody
   gave, a list of items, or assertions without saying that nothing was found.
@@ -25,15 +28,14 @@ every notation) and of the facts; split apart, each gate would carry half of tha
 from __future__ import annotations
 
 import bisect
-import json
-import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
+from .derived import as_number, row_figures, stated_sum
 from .intent import asks_for_change
+from .leaves import leaf_text
 
 __all__ = ["GATES", "GateResult", "MutationFact", "TurnFacts", "check_answer"]
 __all__ += ["correction_request", "warning_note"]
@@ -60,7 +62,8 @@ class TurnFacts:
     # earlier in the conversation: tool results and answers a follow-up may rest on (grounds
     # numbers only; what this turn did is above)
     context: tuple[Any, ...] = ()
-    # the results as JSON text, when the caller has it (the scan made it): read, not made again
+    # each result's distinct texts (leaves.leaf_text), when the caller has them (the scan made
+    # them): read, not made again
     texts: tuple[str, ...] = ()
 
 
@@ -106,6 +109,7 @@ _NOT_QUANTITIES = _ci(
 # A bare 1900-2100 is a year ("in 2024", "2024 was") unless a unit follows ("2000 units", "EUR").
 _YEAR_AFTER = re.compile(r"\s*(?:[a-z]{3,}s\b(?<!\bthis)|[A-Z]{3}\b|[€$£%])")
 
+_DIGIT = re.compile(r"\d")
 Reading = tuple[float, float]  # a value, and the half-width of the rounding its text shows
 
 
@@ -122,9 +126,11 @@ def _numbers(text: str) -> list[_Number]:
     """The quantities written in ``text``, each with every way of reading it."""
 
     def _reading(text: str, scale: float = 1.0) -> Reading:  # the value, ± its last digit's half
-        return float(Decimal(text)) * scale, 0.5 * 10.0 ** -len(text.partition(".")[2]) * abs(scale)
+        return float(text) * scale, 0.5 * 10.0 ** -len(text.partition(".")[2]) * abs(scale)
 
-    found = []
+    found: list[_Number] = []
+    if _DIGIT.search(text) is None:  # every number has a digit; most sentences have none
+        return found
     for m in _NUMBER.finditer(text):
         body, sep, unit = m["body"], m["sep"] or "", (m["scale"] or "").strip(" .").lower()
         scale = _SCALES.get(unit, 1.0) * (-1.0 if m["sign"] else 1.0)
@@ -140,17 +146,6 @@ def _numbers(text: str) -> list[_Number]:
     return found
 
 
-def _as_number(value: Any) -> float | None:
-    """A number, or a short string that is one ("12.50"), as a finite float; else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
-        return None
-    try:
-        number = float(Decimal(value.strip() if isinstance(value, str) else value))
-    except (InvalidOperation, ValueError):
-        return None
-    return number if math.isfinite(number) else None  # a NaN would break the sorted facts
-
-
 Grounds = tuple[list[float], list[list[float]]]  # every fact, sorted; groups that pairs come from
 
 
@@ -159,13 +154,16 @@ def _grounds(facts: TurnFacts) -> Grounds:
     totals, the user's numbers). A price minus a quantity would ground any invented integer."""
     groups: dict[str, dict[float, None]] = {"": {}}  # key -> its values; "" the counts
     loose: dict[float, None] = {}  # numbers inside text (ids, dates): grounds, never combined
+    # products, per-group figures (derived.py): facts, never combined -- pairs of them would
+    # ground percentages and differences by chance
+    derived: dict[float, None] = {}
     for text in facts.user_texts:
         groups[""].update((v, None) for n in _numbers(text) for v, _ in n.readings + n.parts)
 
     def walk(node: Any, key: str, depth: int) -> None:
         if depth > 40 or sum(map(len, groups.values())) >= MAX_FACTS:  # a few keys: cheap
             return
-        if (number := _as_number(node)) is not None:
+        if (number := as_number(node)) is not None:
             groups.setdefault(key, {})[number] = None
         elif isinstance(node, str):
             text = node[:500]  # long free text holds no figure an answer would rest on
@@ -177,9 +175,11 @@ def _grounds(facts: TurnFacts) -> Grounds:
         elif isinstance(node, list | tuple):
             if rows := [row for row in node if isinstance(row, Mapping)]:
                 groups[""][float(len(rows))] = None
+                if len(derived) < MAX_FACTS:
+                    derived.update(dict.fromkeys(row_figures(rows)))
             columns: dict[str, list[float]] = {}
             for name, value in ((str(k), v) for row in rows for k, v in row.items()):
-                if (number := _as_number(value)) is not None:
+                if (number := as_number(value)) is not None:
                     columns.setdefault(name, []).append(number)
             for name, values in columns.items():  # each column's sum and mean
                 total = sum(values)
@@ -189,7 +189,7 @@ def _grounds(facts: TurnFacts) -> Grounds:
 
     for result in (*facts.results, *facts.context):
         walk(result, "", 0)
-    every = sorted({v for group in groups.values() for v in group} | set(loose))
+    every = sorted({v for group in groups.values() for v in group} | set(loose) | set(derived))
     budget, pairs = MAX_PAIR_FACTS, []
     for group in groups.values():  # the counts first: answers compare them most
         pairs.append(sorted(list(group)[:budget]))
@@ -224,11 +224,23 @@ def _grounded(value: float, half: float, percent: bool, grounds: Grounds) -> boo
     return False
 
 
-def _ungrounded(text: str, grounds: Grounds) -> list[str]:
-    found: dict[str, None] = {}
+def _ungrounded(text: str, grounds: Grounds, *, sums: bool = True) -> list[str]:
+    """The numbers of ``text`` the grounds do not give; with ``sums``, a figure that sums others
+    the answer states (and that are grounded) counts as given."""
+    doubtful: list[_Number] = []
+    stated: list[Reading] = []  # the grounded figures, in the answer's order
     for n in _numbers(_NOT_QUANTITIES.sub(" ", text)):
-        ok = n.exempt or any(_grounded(v, h, n.percent, grounds) for v, h in n.readings)
-        if not ok and not (n.parts and all(_grounded(v, h, False, grounds) for v, h in n.parts)):
+        if n.exempt:
+            continue
+        good = [(v, h) for v, h in n.readings if _grounded(v, h, n.percent, grounds)]
+        if good:
+            stated += good[:1] if not n.percent else []
+        elif not (n.parts and all(_grounded(v, h, False, grounds) for v, h in n.parts)):
+            doubtful.append(n)
+    found: dict[str, None] = {}
+    for n in doubtful:
+        tol = 1e-9 * max(1.0, *(abs(v) for v, _ in n.readings))
+        if n.percent or not sums or not any(stated_sum(v, h + tol, stated) for v, h in n.readings):
             found[n.text] = None
     return list(found)
 
@@ -240,36 +252,41 @@ def _near(facts: list[float], low: float, high: float) -> bool:
 
 
 def _written(value: float, text: str) -> bool:
-    """Whether ``value`` is written in ``text`` as a number of its own (``28``, ``28.0``)."""
+    """Whether ``value`` is written in ``text`` as a number of its own (``28``, ``28.0``, not
+    ``128`` or ``0.28``): an occurrence no digit or point comes before and no digit after (a
+    point after it, as in ``28.0`` or ``28.5``, is allowed)."""
     whole = f"{value:.0f}" if value == int(value) else repr(value)
-    return re.search(rf"(?<![\d.]){re.escape(whole)}(?:\.0+)?(?![\d])", text) is not None
+    # str.find, not a regex: the text is searched once for the common miss, and each
+    # occurrence's neighbours are two characters (isdecimal(): what a regex's \d matches)
+    at = text.find(whole)
+    while at >= 0:
+        end = at + len(whole)
+        if (at == 0 or not (text[at - 1].isdecimal() or text[at - 1] == ".")) and (
+            end == len(text) or not text[end].isdecimal()
+        ):
+            return True
+        at = text.find(whole, at + 1)
+    return False
 
 
 def _literally_there(answer: str, facts: TurnFacts) -> bool:
     """Whether every checked number of ``answer`` is written as it is in the facts: the common
-    case, judged on their JSON text (``facts.texts`` when the caller has it already), so the
-    derivations are searched only when needed; earlier context is read only if this turn's
-    facts miss a number."""
+    case, judged on their distinct texts (:func:`~.leaves.leaf_text`; ``facts.texts`` when the
+    caller made them already), so the derivations are searched only when needed; earlier context
+    is read only if this turn's facts miss a number."""
     checked = [n for n in _numbers(answer) if not n.exempt]
     if not checked:
         return True
     if any(n.parts for n in checked):
         return False
-    try:
-        texts = [*(facts.texts or [json.dumps(facts.results, ensure_ascii=False, default=str)])]
-    except RecursionError:
-        return False  # the derivations' own walk stops at a bounded depth
-    texts += facts.user_texts
+    texts = [*(facts.texts or map(leaf_text, facts.results)), *facts.user_texts]
 
     def found(number: _Number) -> bool:
         return any(_written(abs(v), t) for v, _ in number.readings for t in texts)
 
     missing = [n for n in checked if not found(n)]
     if missing and facts.context:
-        try:
-            texts = [json.dumps(facts.context, ensure_ascii=False, default=str)]
-        except RecursionError:
-            return False
+        texts = [leaf_text(facts.context)]
         missing = [n for n in missing if not found(n)]
     return not missing
 
@@ -300,6 +317,11 @@ _DESCRIBED = _ci(
     r"|^(?:all\s+|alles\s+|it['’]s\s+|that['’]s\s+)?(?:done|erledigt)\b"
 )
 _ANY_VERB = _ci(rf"\b(?:{_VERBS})\b")
+# Every claim above holds one of these words: an answer without any claims no change (the
+# common case), and its sentences need not be read clause by clause. Asked of the answer with
+# the markup _sentences removes taken out, as the clauses are read without it.
+_CLAIM_WORD = _ci(rf"\b(?:{_VERBS}|done|erledigt)\b")
+_MARKUP = re.compile(r"[*_`]+")
 _BARE_DONE = _ci(r"^(?:all\s+|alles\s+|it['’]s\s+|that['’]s\s+)?(?:done|erledigt)\b")
 _NEGATION = _ci(
     r"\b(?:not|never|no|nothing|none|neither|nor|without|unchanged|nicht|kein\w*|nichts|nie)\b"
@@ -342,7 +364,9 @@ def _family(word: str) -> str:
 
 def _claims(answer: str) -> list[tuple[str, set[str]]]:
     """(sentence, the kinds of change it claims) for each sentence claiming a change."""
-    found = []
+    found: list[tuple[str, set[str]]] = []
+    if not _CLAIM_WORD.search(_MARKUP.sub("", answer)):
+        return found
     for sentence in (s for s in _sentences(answer) if not s.endswith("?")):
         for clause in (c.strip() for c in _CLAUSES.split(sentence)):
             if _NEGATION.search(clause) or _NOT_YET.search(clause):
@@ -370,7 +394,7 @@ def _what_happened(facts: TurnFacts) -> str:
 
 def _phantom_write(answer: str, facts: TurnFacts) -> GateResult:
     claims = _claims(answer)
-    if not facts.mutations and not asks_for_change(facts.user_texts):
+    if claims and not facts.mutations and not asks_for_change(facts.user_texts):
         # "Done." closing a read the user asked for claims no change
         claims = [(s, kinds) for s, kinds in claims if not _BARE_DONE.match(s)]
     if done := {_family(m.mutation) for m in facts.mutations if m.status == "executed"}:
@@ -402,7 +426,8 @@ def _empty_data(answer: str, facts: TurnFacts) -> GateResult:
     if facts.data_rows > 0 and not all_errors:
         return GateResult("empty_data", True)
     stated = []
-    if invented := _ungrounded(answer, (_grounds(facts)[0], [])):  # no derivations over nothing
+    # no derivations over nothing
+    if invented := _ungrounded(answer, (_grounds(facts)[0], []), sums=False):
         stated.append(f"numbers not from the user or the results: {', '.join(invented)}")
     if (items := len(_LIST_ITEM.findall(answer))) >= 2:
         stated.append(f"a list of {items} items")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 import uuid
 from collections import Counter
@@ -100,18 +101,19 @@ DEFAULT_BUDGETS: Final = Budgets()
 
 
 def _canonical(value: Any, depth: int = 0) -> Any:
-    """``value`` as plain JSON data that is the same for equivalent arguments."""
+    """``value`` as plain JSON data that is the same for equivalent arguments. Dicts keep their
+    order: :func:`fingerprint` writes them with sorted keys (where two keys the same once their
+    spacing is collapsed leave the later one, as a sort by key kept stable would)."""
+    if isinstance(value, str):  # first: most arguments are strings
+        return " ".join(value.split())
     if depth > _MAX_DEPTH:
         return " ".join(str(value).split())
-    if isinstance(value, str):
-        return " ".join(value.split())
     if isinstance(value, float) and not math.isfinite(value):
         return f"<float {value}>"  # NaN and infinities: text, the same each time
     if value is None or isinstance(value, bool | int | float):
         return value
-    if isinstance(value, Mapping):
-        items = ((_key(key), _canonical(item, depth + 1)) for key, item in value.items())
-        return dict(sorted(items, key=lambda pair: pair[0]))
+    if isinstance(value, dict | Mapping):  # a dict is told without the slower ABC check
+        return {_key(key): _canonical(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_canonical(item, depth + 1) for item in value]
     if isinstance(value, set | frozenset):
@@ -124,18 +126,53 @@ def _key(key: Any) -> str:
     return " ".join((key if isinstance(key, str) else str(key)).split())
 
 
+# Arguments whose plain JSON text is already their canonical text, judged on that text: no
+# string with whitespace other than single inner spaces (compact JSON has none of its own, and a
+# string starts and ends at a quote), no escape (a line break, a quote), no key that was a number,
+# a boolean or None (JSON writes it as a string, as it does a key that is one: either goes the
+# long way).
+_NOT_CANONICAL: Final = re.compile(r'[^\S ]|\\| {2}|" | "|"(?:[-\d][^"]*|true|false|null)":')
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError("not plain JSON")  # a set, a date: written by _canonical
+
+
+def _text(name: str, args: Mapping[str, Any]) -> str:
+    """``[name, args]`` as canonical JSON. Most arguments are plain JSON already canonical: the
+    C encoder writes them and the text shows it; the rest go through :func:`_canonical` (a
+    Python walk, several times slower), which writes the same text for them."""
+    try:
+        text = json.dumps(
+            [name, args],
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,  # NaN and infinities are written as text by _canonical
+            default=_not_json,
+        )
+    except (TypeError, ValueError, RecursionError):  # odd values, a cycle, nesting too deep
+        pass
+    else:
+        # deeper than _MAX_DEPTH, _canonical writes a value as its str(): counted generously
+        nested = text.count("[") + text.count("{")
+        if nested <= _MAX_DEPTH and _NOT_CANONICAL.search(text) is None:
+            return text
+    return json.dumps(
+        [name, _canonical(args)],
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+
+
 def fingerprint(name: str, args: Mapping[str, Any]) -> str:
     """A short sha256 hex of the tool's name and its arguments as canonical JSON: keys sorted,
     strings stripped with their runs of whitespace collapsed, NaN and odd values as text. Equal
     for calls that only differ in key order or spacing; never raises."""
     try:
-        text = json.dumps(
-            [name, _canonical(args)],
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-            default=str,
-        )
+        text = _text(name, args)
     except RecursionError:  # nested too deep to compare: a call of its own, never a repeat
         return uuid.uuid4().hex[:_HASH_LENGTH]
     # a lone surrogate in the model's arguments is kept as it is, not refused
@@ -201,6 +238,9 @@ class LoopGuard:
         self._cache: dict[str, Any] = {}  # fingerprint -> a successful read's result
         self._repeated: set[str] = set()  # reads given their cached result once already
         self._pending: Counter[str] = Counter()  # calls let run, their result not yet told
+        # id(args) -> (name, args, fingerprint) of a call let run: after_call reads the key made
+        # before it instead of making it again (the arguments are held, so the id stays theirs)
+        self._running: dict[int, tuple[str, Mapping[str, Any], str]] = {}
         self._failures: Counter[str] = Counter()
         self._refused: Counter[str] = Counter()
         self._rejected: set[str] = set()  # mutations the user rejected in this turn
@@ -228,7 +268,7 @@ class LoopGuard:
                     "The user rejected exactly this change in this turn; do not propose it "
                     "again. Answer without it, or ask the user what they want changed instead.",
                 )
-            return self._run(key)
+            return self._run(name, args, key)
         if key in self._cache:
             if key not in self._repeated:
                 self._repeated.add(key)
@@ -247,13 +287,17 @@ class LoopGuard:
                 f"Do not call {name} with these arguments again: it failed twice. Read the "
                 "error above and change the arguments, or answer with what you have.",
             )
-        return self._run(key)
+        return self._run(name, args, key)
 
     def after_call(self, name: str, args: Mapping[str, Any], result: Any, *, failed: bool) -> None:
         """Record what a call that was let run returned: a read's success for the cache, any
         failure for the stuck patterns. Told of a call that was repeated or refused (not run),
         it changes nothing, so the loop may tell it of every call or only of those it ran."""
-        key = fingerprint(name, args)
+        running = self._running.pop(id(args), None)
+        if running is not None and running[0] == name and running[1] is args:
+            key = running[2]
+        else:
+            key = fingerprint(name, args)
         if self._pending[key] <= 0:
             return
         self._pending[key] -= 1
@@ -275,8 +319,9 @@ class LoopGuard:
         """The user rejected the change with these ``mutate`` arguments: never propose it again."""
         self._rejected.add(fingerprint(TOOLS.mutate.name, args))
 
-    def _run(self, key: str) -> Verdict:
+    def _run(self, name: str, args: Mapping[str, Any], key: str) -> Verdict:
         self._pending[key] += 1
+        self._running[id(args)] = (name, args, key)
         return _RUN
 
     def _refuse(self, key: str, code: str, message: str) -> Verdict:

@@ -18,8 +18,10 @@ Ordinary business data (names, prices, "Do not stack") has none of these, which 
 on a realistic clean corpus; so tool names only count in a call or JSON context, never as words.
 
 Fast: strings under 4 characters are skipped, and one regex of plain keywords screens each
-string (a few microseconds) before the patterns of each reason are tried. Text with invisible or look-alike characters is also
-checked with them removed (NFKC) and with smuggled tag characters read as ASCII.
+string (a few microseconds) before the patterns of each reason are tried. A whole result is
+screened at once, on its distinct texts (:func:`~.leaves.leaf_text`), and walked only when that
+screen finds something. Text with invisible or look-alike characters is also checked with them
+removed (NFKC) and with smuggled tag characters read as ASCII.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ..project.tools import TOOLS
 from .invisible import find_invisible, has_invisible, reveal_invisible, strip_invisible
+from .leaves import leaf_text
 
 __all__ = ["REASONS", "Flag", "question_score", "scan", "score_text"]
 
@@ -124,16 +128,18 @@ _REGEXES: Final = {
     for reason, patterns in _PATTERNS.items()
 }
 # The screen: words without which no pattern above can match, looked for in the lower-cased
-# text with its whitespace collapsed to single spaces (so "you  are\nnow" holds "you are now").
-# A regex of plain literals lets the engine skip every position whose first character starts
-# none of them, which the patterns' leading \b and IGNORECASE prevent: a clean string costs a
-# microsecond or two instead of tens. Any word added to a pattern needs its keyword here; the
-# planted-string tests fail otherwise.
+# text, a space in a keyword standing for any run of whitespace ("you  are\nnow" holds "you are
+# now"). The keywords are one regex of literals arranged as a trie (one alternative per first
+# letter, and so on), which the engine tries at a position only when its character starts a
+# keyword: a clean string costs a microsecond or two instead of the tens the patterns' leading \b
+# and IGNORECASE cost, a result's texts a few nanoseconds a character. Any word added to a pattern
+# needs its keyword here; the planted-string tests fail otherwise.
 _KEYWORDS: Final = (
     # instruction
     *("ignore", "disregard", "forget", "override", "bypass", "you are now", "from now on"),
     *("new instruction", "system prompt", "you must", "note to", "user", "without"),
-    *("as an ai", "as an llm", "as a chatbot", "as a language model"),
+    *("instruction for", "instructions for"),  # "Instructions for the AI: …"
+    *("as an ai", "as a ai", "as an llm", "as a chatbot", "as a language model"),
     *("assistant", "chatbot", "llm", "gpt", "claude", "copilot", "language model", "ai model"),
     *("ai:", "ai,", "ai :", "ai ,", "dear ai", "hey ai", "hi ai", "hello ai", "attention ai"),
     # chat_template ("assistant" above)
@@ -145,29 +151,50 @@ _KEYWORDS: Final = (
     # markdown_image; url_query is screened by "http" together with "?"
     "![",
 )
-_SCREEN: Final = re.compile("|".join(re.escape(k) for k in sorted(set(_KEYWORDS), key=len)))
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One regex matching where any of ``words`` starts (a space: any run of whitespace)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}  # a word ends here: it is found, whatever longer words go on from it
+
+    def pattern(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""
+        branches = [(r"\s+" if c == " " else re.escape(c)) + pattern(n) for c, n in node.items()]
+        return branches[0] if len(branches) == 1 else f"(?:{'|'.join(sorted(branches))})"
+
+    return pattern(root)
+
+
+_SCREEN: Final = re.compile(_trie(_KEYWORDS))
+# What IGNORECASE lets match an ASCII letter although lower() does not make it one: dotted and
+# dotless I, long s (a test checks the list against the running `re`).
+_FOLD: Final = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 
 
 def _screened(text: str) -> bool:
     """Whether ``text`` might match a pattern: a keyword, or a URL with a question mark."""
-    # JSON text writes a line break inside a string as "\\n": a space, like any break
-    low = text.lower().replace("\\n", " ").replace("\\t", " ").replace("\\r", " ")
+    low = (text if text.isascii() else text.translate(_FOLD)).lower()
     if "http" in low and "?" in low:
         return True
-    if "  " in low or "\n" in low or "\t" in low:
-        low = " ".join(low.split())
     return _SCREEN.search(low) is not None  # one regex of literals: C speed
 
 
 _TAGS: Final = re.compile("[\U000e0020-\U000e007e]")  # tag characters that spell ASCII
 
 
-def _variants(text: str) -> list[str]:
+def _variants(text: str, *, spaced: bool = True) -> list[str]:
     """``text``, and where it holds non-ASCII characters the forms a model might also read:
     invisible characters removed and look-alikes folded (NFKC: ``＜|im_end|＞``), and a message
-    smuggled in tag characters read as the ASCII it spells."""
+    smuggled in tag characters read as the ASCII it spells. ``spaced``: also with its whitespace
+    collapsed, for the patterns (the screen reads any whitespace between a keyword's words)."""
     found = [text]
-    if "\n" in text or "\t" in text or "  " in text:  # a phrase split over lines is one phrase
+    if spaced and ("\n" in text or "\t" in text or "  " in text):  # a phrase over lines is one
         found.append(" ".join(text.split()))
     if text.isascii():
         return found
@@ -185,9 +212,9 @@ def _hits(text: str) -> tuple[tuple[str, ...], int]:
     if len(text) < MIN_LENGTH:
         return (), 0
     invisible = has_invisible(text)
-    variants = _variants(text)
-    if not invisible and not any(_screened(v) for v in variants):
+    if not invisible and not any(_screened(v) for v in _variants(text, spaced=False)):
         return (), 0
+    variants = _variants(text)
     reasons: list[str] = []
     where = len(text)
     for reason, regex in _REGEXES.items():
@@ -248,52 +275,62 @@ def _key_path(parent: str, key: object) -> str:
     return f"{parent}[{json.dumps(shown, ensure_ascii=False)}]"
 
 
-def result_json(result: Any) -> str | None:
-    """``result`` as the JSON text :func:`scan` screens (``None`` when it has none)."""
-    try:
-        return json.dumps(result, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return None
+def result_text(result: Any) -> str:
+    """What :func:`scan` screens ``result`` by: its distinct texts (:func:`~.leaves.leaf_text`);
+    give it back to :func:`scan` as ``text`` where it is made anyway."""
+    return leaf_text(result)
 
 
-def _clean(text: str | None) -> bool:
-    """Whether no string of ``result`` can be suspicious, judged on its JSON text at once (C
+def _clean(text: str) -> bool:
+    """Whether no string of a result can be suspicious, judged on its distinct texts at once (C
     speed): almost every result is clean, and walking it string by string would cost a turn
     more than the rest of the defences together. A hit here only means "look closer"."""
-    if text is None:
-        return False
-    return not has_invisible(text) and not any(_screened(v) for v in _variants(text))
+    return not has_invisible(text) and not any(_screened(v) for v in _variants(text, spaced=False))
 
 
 def scan(result: Any, *, limit: int = 50, text: str | None = None) -> list[Flag]:
     """A :class:`Flag` for each suspicious string in ``result``, in document order, at most
-    ``limit``. A flagged dict key is reported at its entry's path with `` (key)`` after it.
-    Walks with its own stack, so no depth of nesting exhausts the recursion limit."""
-    if _clean(text if text is not None else result_json(result)):
+    ``limit``; ``text``: :func:`result_text` of it, when the caller has it. A flagged dict key is
+    reported at its entry's path with `` (key)`` after it. Walks with its own stack, so no depth
+    of nesting exhausts the recursion limit; a container inside itself is not walked again."""
+    if _clean(text if text is not None else leaf_text(result)):
         return []
     flags: list[Flag] = []
-    stack: list[tuple[str, Any]] = [("", result)]
+    stack: list[tuple[str | None, Any]] = [("", result)]
+    inside: set[int] = set()  # ids of the containers being walked: a cycle ends
     while stack and len(flags) < limit:
         path, value = stack.pop()
-        if isinstance(value, str):
+        if path is None:  # after a container's children: the walk has left it
+            inside.discard(value)
+        elif isinstance(value, str):
             reasons, where = _hits(value)
             if reasons:
                 flags.append(Flag(path or "$", reasons, _excerpt(value, where)))
-        elif isinstance(value, dict):
-            children: list[tuple[str, Any]] = []
-            for key, item in value.items():
-                child = _key_path(path, key)
-                if isinstance(key, str):
-                    reasons, where = _hits(key)
-                    if reasons:
-                        children.append((f"{child} (key)", _Flagged(reasons, _excerpt(key, where))))
-                children.append((child, item))
-            stack.extend(reversed(children))
-        elif isinstance(value, list | tuple):
-            stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+        elif isinstance(value, dict | list | tuple):
+            if id(value) in inside:
+                continue
+            inside.add(id(value))
+            stack.append((None, id(value)))
+            stack.extend(reversed(_children(path, value)))
         elif isinstance(value, _Flagged):
             flags.append(Flag(path, value.reasons, value.excerpt))
     return flags
+
+
+def _children(path: str, value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> list[Any]:
+    """A container's entries as (path, value), in document order; a flagged key first as its
+    flag."""
+    if not isinstance(value, dict):
+        return [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+    children: list[tuple[str, Any]] = []
+    for key, item in value.items():
+        child = _key_path(path, key)
+        if isinstance(key, str):
+            reasons, where = _hits(key)
+            if reasons:
+                children.append((f"{child} (key)", _Flagged(reasons, _excerpt(key, where))))
+        children.append((child, item))
+    return children
 
 
 @dataclass(frozen=True, slots=True)

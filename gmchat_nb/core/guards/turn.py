@@ -24,7 +24,7 @@ from ..project.tools import TOOLS, is_read_tool
 from .gates import GATES, GateResult, MutationFact, TurnFacts, check_answer
 from .intent import asks_for_change, values_from_data
 from .loop_guard import Budgets, LoopGuard, Verdict
-from .scorer import question_score, result_json, scan
+from .scorer import question_score, result_text, scan
 
 __all__ = ["GuardSettings", "TurnGuards"]
 
@@ -68,7 +68,7 @@ class TurnGuards:
         self.context = tuple(context)  # earlier results and answers: grounds for follow-ups
         self.loop = LoopGuard(settings.budgets) if settings.loop_guard else None
         self.results: list[Any] = []
-        self.texts: list[str] = []  # each result's JSON, made once for the scan and the gates
+        self.texts: list[str] = []  # each result's distinct texts, for the scan and the gates
         self.data_calls = 0
         self.data_rows = 0
         self.mutations: list[MutationFact] = []
@@ -107,7 +107,7 @@ class TurnGuards:
             self.data_calls += 1
             rows = result.get("data") if isinstance(result, Mapping) else None
             self.data_rows += len(rows) if isinstance(rows, list) else 0
-        text = result_json(result) if self.settings.gates or self.settings.flag_results else None
+        text = result_text(result) if self.settings.gates or self.settings.flag_results else None
         if text is not None:
             self.texts.append(text)
         scanned = self.settings.flag_results and is_read_tool(name)

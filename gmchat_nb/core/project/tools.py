@@ -436,8 +436,15 @@ def _unknown_tool(project: Project, name: object) -> ToolError:
     return ToolError("unknown_tool", f"Unknown tool '{clip(name)}'.{hint}")
 
 
+# The tools that write, named once: a turn asks is_read_tool several times a tool call, and the
+# registry's get() walks its fields each time.
+_WRITE_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.reads)
+
+
 def is_read_tool(name: str) -> bool:
     """Whether a call of ``name`` only reads: every tool but those declared ``write`` (``mutate``);
     a direct ``query_<manager>`` tool or an unknown name changes nothing either."""
-    tool = TOOLS.get(name)
-    return tool is None or tool.reads
+    try:
+        return name not in _WRITE_TOOLS
+    except TypeError:  # a malformed call's name that is no string (a list): no tool of ours
+        return True

@@ -174,13 +174,12 @@ def loop_guard(key: str, value: object) -> LoopGuardSettings:
 class CompletionGateSettings:
     """``completion_gates``: which checks an answer must pass before the turn ends with it, each
     true or false -- ``phantom_write`` (no claim of a change that did not run; on by default),
-    ``grounded_numbers`` (numbers come from the data read; off by default: figures an analyst
-    asks for, such as quantity times price summed or an average per group, do not follow from
-    the checks it makes yet, and a false alarm costs a model request), ``empty_data`` (no answer
-    invented over an empty result; on). ``completion_gates: false`` (or true) sets them all."""
+    ``grounded_numbers`` (numbers come from the data read or follow from it, such as quantity
+    times price summed or an average per group; on), ``empty_data`` (no answer invented over an
+    empty result; on). ``completion_gates: false`` (or true) sets them all."""
 
     phantom_write: bool = True
-    grounded_numbers: bool = False
+    grounded_numbers: bool = True
     empty_data: bool = True
 
     def __post_init__(self) -> None:
