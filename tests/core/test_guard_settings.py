@@ -52,7 +52,7 @@ def test_defaults() -> None:
         enabled=True, model_requests=16, tool_calls=25, tokens=200_000, seconds=300
     )
     assert settings.completion_gates == CompletionGateSettings(
-        phantom_write=True, grounded_numbers=True, empty_data=True
+        phantom_write=True, grounded_numbers=False, empty_data=True
     )
     assert settings.injection == InjectionSettings(
         mutation_intent=True, question="log", question_threshold=0.5
@@ -76,7 +76,7 @@ def test_defaults_stay_out_of_the_repr_and_round_trip() -> None:
     }
     assert plain["completion_gates"] == {
         "phantom_write": True,
-        "grounded_numbers": True,
+        "grounded_numbers": False,
         "empty_data": True,
     }
     assert plain["injection"] == {
@@ -88,10 +88,8 @@ def test_defaults_stay_out_of_the_repr_and_round_trip() -> None:
     assert plain["telemetry"] == {"llm_spans": "auto"}
 
 
-def test_default_gates_are_all_three() -> None:
-    assert CompletionGateSettings().enabled == frozenset(
-        {"phantom_write", "grounded_numbers", "empty_data"}
-    )
+def test_default_gates_are_phantom_write_and_empty_data() -> None:
+    assert CompletionGateSettings().enabled == frozenset({"phantom_write", "empty_data"})
 
 
 # -- provider_fallbacks ----------------------------------------------------------------------

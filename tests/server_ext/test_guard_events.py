@@ -49,7 +49,7 @@ def part_count() -> int:
 
 
 def start(tmp_path_factory: pytest.TempPathFactory, name: str, rounds: Any) -> Server:
-    # every completion gate on (as by default)
+    # every completion gate on (grounded_numbers is off by default)
     return Server(
         tmp_path_factory.mktemp(name),
         rounds,

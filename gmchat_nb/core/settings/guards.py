@@ -175,11 +175,13 @@ class CompletionGateSettings:
     """``completion_gates``: which checks an answer must pass before the turn ends with it, each
     true or false -- ``phantom_write`` (no claim of a change that did not run; on by default),
     ``grounded_numbers`` (numbers come from the data read or follow from it, such as quantity
-    times price summed or an average per group; on), ``empty_data`` (no answer invented over an
-    empty result; on). ``completion_gates: false`` (or true) sets them all."""
+    times price summed or an average per group; off by default: an answer that asks back with an
+    example, "e.g. quantity over 100", is sent back as ungrounded, and the offline provider answers
+    that correction with a non-answer), ``empty_data`` (no answer invented over an empty result;
+    on). ``completion_gates: false`` (or true) sets them all."""
 
     phantom_write: bool = True
-    grounded_numbers: bool = True
+    grounded_numbers: bool = False
     empty_data: bool = True
 
     def __post_init__(self) -> None:

@@ -24,8 +24,8 @@ from ..providers.test_retries import vendor_config
 
 
 def chat_with(*args: Any, **settings: Any) -> Any:
-    """The conftest's chat, with every completion gate on (as by default) unless the test says
-    otherwise."""
+    """The conftest's chat, with every completion gate on (``grounded_numbers`` is off by
+    default) unless the test says otherwise."""
     settings.setdefault("completion_gates", True)
     return plain_chat_with(*args, **settings)
 
