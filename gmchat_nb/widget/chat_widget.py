@@ -159,6 +159,18 @@ class ChatWidget(anywidget.AnyWidget):
         batch: list[dict[str, Any]] = []
         waiting = 0
         started = time.perf_counter()
+        # Text held for a batch goes out when its window closes even if no event follows: a model
+        # that pauses after a chunk must not keep that chunk from the screen until it goes on.
+        trailing: asyncio.TimerHandle | None = None
+
+        def flush() -> None:
+            nonlocal waiting, started, trailing
+            if trailing is not None:
+                trailing.cancel()
+                trailing = None
+            self._flush(record, batch)
+            waiting, started = 0, time.perf_counter()
+
         session: ChatSession | None = None
         try:
             session = await self.chat.session()  # (a failure here is the turn's, as below)
@@ -173,10 +185,16 @@ class ChatWidget(anywidget.AnyWidget):
                 if isinstance(event, StreamReset):  # rare: read the answer again, withdrawn
                     record["answer"] = answer_text(record["events"])
                 urgent = not isinstance(event, TextChunk)
-                due = time.perf_counter() - started >= BATCH_SECONDS or waiting >= BATCH_CHARACTERS
-                if not self.batching or urgent or due:
-                    self._flush(record, batch)
-                    waiting, started = 0, time.perf_counter()
+                elapsed = time.perf_counter() - started
+                if (
+                    not self.batching
+                    or urgent
+                    or elapsed >= BATCH_SECONDS
+                    or waiting >= BATCH_CHARACTERS
+                ):
+                    flush()
+                elif trailing is None:
+                    trailing = asyncio.get_running_loop().call_later(BATCH_SECONDS - elapsed, flush)
                 if isinstance(event, ToolResult):
                     self._table_for(record, event)
                 if isinstance(event, Error):
@@ -194,7 +212,7 @@ class ChatWidget(anywidget.AnyWidget):
                 "message": f"Chat request failed: {type(error).__name__}",
             }
         finally:
-            self._flush(record, batch)
+            flush()
             record["running"] = False
             turn = self.chat.turns[-1] if self.chat.turns else None
             if turn is not None and turn.question == record["question"]:

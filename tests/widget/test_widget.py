@@ -124,6 +124,26 @@ async def test_without_batching_every_event_is_its_own_message(cleanup: list[Cha
     assert [len(m["events"]) for m in comm.of("events")] == [1, 1, 1, 1, 1]
 
 
+async def test_a_chunk_is_shown_when_its_batch_window_closes_not_when_the_model_goes_on(
+    cleanup: list[ChatWidget],
+) -> None:
+    """A model that pauses after a chunk: the chunk goes out when its 40 ms window closes, on its
+    own, not held back (merged with the next) until the model streams again half a second later.
+    (Its first chunk comes right after the tool result was sent, inside that window.)"""
+    widget, comm, _ = await make(
+        [
+            {"tool_calls": [MATERIALS]},
+            {"chunks": ["First part. ", "Second part."], "chunk_delay_seconds": 0.5},
+        ]
+    )
+    cleanup.append(widget)
+    await widget.run_turn("hi")
+    texts = [
+        [e["content"] for e in m["events"] if e["type"] == "text_chunk"] for m in comm.of("events")
+    ]
+    assert ["First part. "] in texts and ["Second part."] in texts
+
+
 async def test_a_view_that_appears_later_gets_a_snapshot(cleanup: list[ChatWidget]) -> None:
     widget, comm, _ = await make([{"text": "Hello."}])
     cleanup.append(widget)
