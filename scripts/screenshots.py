@@ -1,4 +1,5 @@
-"""Photograph the notebook chat widget for the docs: ``docs/screenshots/widget-*.png``.
+"""Photograph the notebook chat widget and the JupyterLab side panel for the docs:
+``docs/screenshots/widget-*.png`` and ``docs/screenshots/panel.png``.
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
@@ -8,6 +9,12 @@ Starts its own JupyterLab on 127.0.0.1 and Debian chromium exactly as the browse
 
 * ``widget-answer.png``: a streamed answer with its result table and the evidence panel open;
 * ``widget-confirm.png``: the next question's mutation waiting for Confirm / Reject.
+
+Then a second JupyterLab with the gmchat server extension (``tests/lab/servers.py``, as the side
+panel's browser tests run it) and the same scripted query:
+
+* ``panel.png``: JupyterLab with a notebook open and the side panel on a finished turn, its
+  evidence open (the window at 1 device pixel per CSS pixel: a small PNG).
 """
 
 from __future__ import annotations
@@ -16,13 +23,15 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.widget.browser.lab import (  # noqa: E402  (needs the repository on sys.path)
+from tests.lab.servers import JupyterApp  # noqa: E402  (needs the repository on sys.path)
+from tests.widget.browser.lab import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_FLAGS,
     JupyterLab,
@@ -32,6 +41,31 @@ from tests.widget.browser.lab import (  # noqa: E402  (needs the repository on s
 )
 
 CHAT_CELL = 1  # cell 0 is a markdown note
+# The panel's model: the widget tour's first question (a query, then the answer).
+PANEL_QUESTION = "Which parts are made of titanium, and how many of each do we have?"
+PANEL_ROUNDS: list[dict[str, Any]] = [
+    {
+        "tool_calls": [
+            {
+                "name": "query",
+                "args": {
+                    "manager": "Part",
+                    "fields": ["name", "quantity"],
+                    "filters": {"material__name": "Titanium"},
+                },
+            }
+        ],
+        "usage": {"input_tokens": 1210, "output_tokens": 42},
+    },
+    {
+        "chunks": [
+            "Five parts are made of **Titanium**. ",
+            "The Titanium Bracket has the most units in stock (120); ",
+            "the Turbine Blade the fewest (16).",
+        ],
+        "usage": {"input_tokens": 1480, "output_tokens": 37},
+    },
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +87,16 @@ def main(argv: list[str] | None = None) -> int:
                     browser.close()
         finally:
             lab.stop()
+        app = JupyterApp(Path(tmp) / "panel", rounds=PANEL_ROUNDS)
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+                try:
+                    shoot_panel(browser, app, args.out)
+                finally:
+                    browser.close()
+        finally:
+            app.stop()
     return 0
 
 
@@ -89,6 +133,48 @@ def shoot(browser: Browser, lab: JupyterLab, out: Path) -> None:
     root.screenshot(path=out / "widget-confirm.png", animations="disabled")
     print(out / "widget-confirm.png")
     box.locator("[data-testid=gmchat-reject]").click()  # let the turn end before the server stops
+
+
+def shoot_panel(browser: Browser, app: JupyterApp, out: Path) -> None:
+    """JupyterLab with a notebook and the side panel on a finished turn, its evidence open."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+    notebook = app.add_notebook("parts")
+    page.goto(app.lab_url("panel-screenshot", notebook))
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('gmchat:open')",
+        timeout=60_000,
+    )
+    expect(
+        page.locator("#jp-main-statusbar").get_by_text("Python 3 (ipykernel) | Idle")
+    ).to_be_visible(timeout=60_000)
+    # The file browser folded: room for the notebook next to the panel.
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+    page.evaluate("() => window.jupyterapp.commands.execute('gmchat:open')")
+    root = page.locator("#gmchat-panel [data-testid=gmchat-root]")
+    # The sidebar opens narrow: widen it as a user would, by its handle.
+    handle = page.locator("#jp-main-split-panel > .lm-SplitPanel-handle:visible").last
+    box = handle.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] - 190, box["y"] + box["height"] / 2, steps=5)
+    page.mouse.up()
+    expect(root).to_have_attribute("data-sync", "snapshot", timeout=30_000)
+    root.locator("[data-testid=gmchat-input]").fill(PANEL_QUESTION)
+    root.locator("[data-testid=gmchat-send]").click()
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(
+        "the fewest (16)", timeout=30_000
+    )
+    evidence = root.locator("[data-testid=gmchat-evidence]").last
+    expect(evidence).to_be_visible(timeout=30_000)
+    evidence.locator("summary").click()
+    expect(evidence.locator("[data-testid=gmchat-insert-cell]").first).to_be_visible()
+    root.locator("[data-testid=gmchat-question]").last.evaluate(
+        "(el) => el.scrollIntoView({block: 'start'})"
+    )
+    settle(page)
+    page.screenshot(path=out / "panel.png", animations="disabled")
+    print(out / "panel.png")
 
 
 def settle(page: Page) -> None:

@@ -19,6 +19,7 @@ from ..core.settings import ChatSettings, load_settings
 from .durable import (
     CancelHandler,
     ConversationEventsHandler,
+    ConversationTurnsHandler,
     TurnEvidenceHandler,
     TurnsHandler,
 )
@@ -119,6 +120,7 @@ class GMChat(ExtensionApp):
                 (prefix + "/conversations/?", ConversationsHandler, common),
                 (prefix + "/turns/?", TurnsHandler, common),
                 (prefix + "/conversations/([^/]+)/events/?", ConversationEventsHandler, streaming),
+                (prefix + "/conversations/([^/]+)/turns/?", ConversationTurnsHandler, common),
                 (prefix + "/conversations/([^/]+)/turns/([^/]+)/cancel/?", CancelHandler, common),
                 (
                     prefix + "/conversations/([^/]+)/turns/([^/]+)/evidence/?",

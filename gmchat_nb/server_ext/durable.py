@@ -17,6 +17,12 @@
   ``duplicate`` (this command again) or ``too_late`` (ended, or cancelled by another command),
   with the turn's state and the journal's last position. Cooperative: the turn stops at its next
   step and closes as interrupted; an effect already under way is not claimed undone.
+* ``GET {url}conversations/{id}/turns/``: ``{conversation_id, latest_sequence, turns}``, the
+  conversation's turns in journal order, each ``{turn_id, text, state, started_at, ended_at,
+  first_sequence, last_sequence}`` — its question as the store keeps it (an admitted turn's
+  input, else its stored user message) and where its events are in the journal; and the
+  journal's last position, which a client reads the journal up to before it shows the
+  conversation.
 * ``GET {url}conversations/{id}/turns/{turn_id}/evidence``: ``{conversation_id, turn_id,
   evidence}``, one row per query of the turn that returned rows so far (a running turn's
   finished ones), as the widget's evidence panel shows them: its GraphQL ``document`` and
@@ -39,7 +45,7 @@ from tornado.iostream import StreamClosedError
 from ..core.session.evidence import stored_evidence
 from ..core.session.messages import text_refusal
 from ..core.store import TurnBusy, TurnConflict, UnknownConversation
-from ..core.store.records import FINAL_TURN_STATES, JournalEntry
+from ..core.store.records import FINAL_TURN_STATES, JournalEntry, TurnSummary
 from .handlers import STORE_UNAVAILABLE, UNAVAILABLE, UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
 from .sessions import ChatRuntime
@@ -48,6 +54,7 @@ from .sse import KEEPALIVE
 __all__ = [
     "CancelHandler",
     "ConversationEventsHandler",
+    "ConversationTurnsHandler",
     "TurnEvidenceHandler",
     "TurnsHandler",
     "frame",
@@ -231,6 +238,42 @@ class ConversationEventsHandler(DurableHandler):
         """A reader that goes away stops reading; the turn it watched runs on."""
         self._closed.set()
         super().on_connection_close()
+
+
+def turn_json(turn: TurnSummary) -> dict[str, Any]:
+    """A turn as ``GET {url}conversations/{id}/turns/`` lists it."""
+    return {
+        "turn_id": turn.turn_id,
+        "text": turn.text,
+        "state": turn.state,
+        "started_at": turn.started_at,
+        "ended_at": turn.ended_at,
+        "first_sequence": turn.first_position,
+        "last_sequence": turn.last_position,
+    }
+
+
+class ConversationTurnsHandler(DurableHandler):
+    """``GET {url}conversations/{id}/turns/``: the conversation's turns and the journal's end."""
+
+    @web.authenticated
+    @allow("read")
+    async def get(self, conversation_id: str) -> None:
+        self.check_permission()
+        try:
+            await self.own_conversation(conversation_id)
+        except Refused as refused:
+            return self.refuse(refused)
+        store = self.runtime.store
+        # The end first: every turn with an event at or before it is in the list read after.
+        latest = await self.runtime.on_engine(store.last_position, conversation_id)
+        turns = await self.runtime.on_engine(store.conversation_turns, conversation_id)
+        body = {
+            "conversation_id": conversation_id,
+            "latest_sequence": latest,
+            "turns": [turn_json(turn) for turn in turns],
+        }
+        self.finish(json.dumps(body))
 
 
 class CancelHandler(DurableHandler):

@@ -72,6 +72,11 @@ def envelope(deliveries: list[Delivery], conversation_id: str | None) -> str:
     )
 
 
+def ended(deliveries: list[Delivery]) -> bool:
+    """Whether a turn's deliveries end it (or suspend it at a confirmation)."""
+    return bool(deliveries) and deliveries[-1].event.type in ("done", "error", "confirm_mutation")
+
+
 STORE_UNAVAILABLE = (StoreUnavailableError, sqlite3.OperationalError)
 """What a store raises when it cannot be used right now (its database server away, a SQLite
 file locked past the timeout or full, a file it cannot open): the documented ``chat_error``,
@@ -153,7 +158,7 @@ class GMChatHandler(APIHandler):
             raise Refused(503, "chat_error", UNAVAILABLE) from None
 
     async def drain(self, run: TurnRun) -> list[Delivery]:
-        """Every event of a turn (a disconnect meanwhile cancels it)."""
+        """Every event of a turn (a disconnect meanwhile cancels it, unless it is durable)."""
         self._run = run
         deliveries: list[Delivery] = []
         while (delivery := await run.next()) is not None:
@@ -195,9 +200,10 @@ class GMChatHandler(APIHandler):
         )
 
     def on_connection_close(self) -> None:
-        """A client that went away cancels its turn (and the provider call in it)."""
+        """A client that went away cancels its turn (and the provider call in it); a durable
+        turn it was reading (one a confirmation resumed) runs on (:meth:`TurnRun.abandon`)."""
         if self._run is not None:
-            self._run.cancel()
+            self._run.abandon()
         super().on_connection_close()
 
 
@@ -215,7 +221,12 @@ class ChatHandler(GMChatHandler):
 
 
 class ConfirmHandler(GMChatHandler):
-    """``POST {url}confirm/``: resolve a confirmation an SSE stream stopped at, finish the turn."""
+    """``POST {url}confirm/``: resolve a confirmation an SSE stream stopped at, finish the turn.
+
+    The answer comes when the resumed turn ends. A durable turn (admitted with ``POST turns/``)
+    is not tied to this request: a client that goes away meanwhile (a page reloaded right after
+    Confirm) does not stop it, and an explicit cancel of it does; any other turn is the
+    request's, as its stream was."""
 
     @web.authenticated
     @allow("execute")
@@ -229,6 +240,13 @@ class ConfirmHandler(GMChatHandler):
         except ConversationBusy:
             return self.refuse(BUSY)
         deliveries = await self.drain(run)
+        if run.durable and run.turn_id is not None and deliveries and not ended(deliveries):
+            # an explicit cancel stopped the turn: its end is journaled, not delivered
+            end = await self.runtime.on_engine(
+                self.runtime.journaled_end, session.conversation_id, run.turn_id
+            )
+            if end is not None:
+                deliveries.append(Delivery.of(end))
         if not deliveries:  # resume yields nothing only when an in-process waiter took it
             return self.refuse(Refused(409, "bad_event", NO_PENDING_CONFIRMATION))
         only = deliveries[0].event
@@ -259,10 +277,21 @@ class ConfirmHandler(GMChatHandler):
         if expected is not None:
             await self._check_expected(conversation_id, expected)
         session = await self.session_for(conversation_id)
+        durable = await self.runtime.on_engine(
+            self.runtime.durable_turn_of, conversation_id, confirmation_id
+        )
         events = session.resume(
             confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
         )
-        return session, self.start(session, events, suspends=True, streaming=False)
+        run = self.runtime.start(
+            conversation_id,
+            events,
+            suspends=True,
+            streaming=False,
+            durable=durable is not None,
+            turn_id=durable,
+        )
+        return session, run
 
     async def _check_expected(self, conversation_id: str, expected: Any) -> None:
         """``expected_sequence``: the journal position of the ``confirm_mutation`` event the

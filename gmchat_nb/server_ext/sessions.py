@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..core.dotted import DottedPathError, resolve_dotted
-from ..core.events import ChatEvent
+from ..core.events import ChatEvent, event_from_dict
 from ..core.project import Project
 from ..core.providers.base import BaseLLMProvider
 from ..core.ratelimit import RateLimiter
@@ -321,6 +321,28 @@ class ChatRuntime:
         """The actor's conversation holding a pending confirmation with this id, if any."""
         return self.store.pending_conversation(actor.id, confirmation_id)
 
+    def durable_turn_of(self, conversation_id: str, confirmation_id: str) -> str | None:
+        """On the engine: the id of the turn a confirmation resumes when that turn is durable
+        (admitted under a client's turn id with ``POST turns/``), else None. Such a turn runs
+        detached from any request, and resuming it must not tie it to the confirming one."""
+        record = self.store.confirmation(conversation_id, confirmation_id)
+        if record is None:
+            return None
+        turn_id = record.turn_state.get("state", {}).get("turn_id")
+        if not isinstance(turn_id, str):
+            return None
+        turn = self.store.turn(conversation_id, turn_id)
+        return turn_id if turn is not None and turn.input_hash is not None else None
+
+    def journaled_end(self, conversation_id: str, turn_id: str) -> ChatEvent | None:
+        """On the engine: the turn's terminal event (``done`` or ``error``) as its journal has
+        it, or None. A durable turn stopped by an explicit cancel ends in the journal, not in
+        the run a confirming request reads: that request's answer ends with it all the same."""
+        events = self.store.events(conversation_id, turn_id=turn_id)
+        if events and events[-1].get("type") in ("done", "error"):
+            return event_from_dict(events[-1])
+        return None
+
     async def on_engine(self, function: Callable[..., Any], *args: Any) -> Any:
         """Run a store or session call on the engine's thread (never on the server's loop)."""
         return await self.engine.call(function, *args)
@@ -380,12 +402,15 @@ class ChatRuntime:
         suspends: bool = False,
         streaming: bool = True,
         detached: bool = False,
+        durable: bool = False,
         turn_id: str | None = None,
     ) -> TurnRun:
         """Run a turn's events on the engine, delivered to the calling loop (ConversationBusy if one
         runs). ``suspends``: the transport ends the turn at ``confirm_mutation`` (SSE);
         ``streaming=False``: the caller wants the events only at the end (plain HTTP);
-        ``detached``: nobody reads them (an admitted turn: readers follow the journal)."""
+        ``detached``: nobody reads them (an admitted turn: readers follow the journal);
+        ``durable``: a reader that goes away does not stop it (see :class:`TurnRun`).
+        ``turn_id`` lets an explicit cancel (:meth:`_cancel_requested`) find it."""
         with self._running_lock:
             current = self._running.get(conversation_id)
             if current is not None and not current.done():
@@ -396,6 +421,7 @@ class ChatRuntime:
                 suspends=suspends,
                 streaming=streaming,
                 detached=detached,
+                durable=durable,
                 turn_id=turn_id,
             )
             self._running[conversation_id] = run

@@ -61,6 +61,10 @@ class TurnRun:
     client at its final event (``done``, ``error``, or ``confirm_mutation`` when it
     ``suspends``), not when the engine has unwound the task: a client that asks again the
     moment it saw ``done`` must not find the conversation busy.
+
+    ``durable``: the turn was admitted under a client's turn id (``POST turns/``) and is only
+    read here (a confirmation resumed it): it outlives the request that reads it, so a client
+    that goes away does not stop it (:meth:`abandon`); its events are journaled either way.
     """
 
     def __init__(
@@ -71,9 +75,11 @@ class TurnRun:
         suspends: bool = False,
         streaming: bool = True,
         detached: bool = False,
+        durable: bool = False,
         turn_id: str | None = None,
     ) -> None:
         self.turn_id = turn_id
+        self.durable = durable
         self._detached = detached
         self._loop = asyncio.get_running_loop()  # the transport's loop
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -172,3 +178,9 @@ class TurnRun:
     def cancel(self) -> None:
         """Stop the turn (its provider call is cancelled with it)."""
         self._future.cancel()
+
+    def abandon(self) -> None:
+        """The client reading the turn went away: a durable turn runs on (its readers follow
+        the journal, and an explicit cancel stops it), any other is cancelled."""
+        if not self.durable:
+            self.cancel()

@@ -50,7 +50,7 @@ from .requests import (
     required_string,
 )
 from .sessions import ChatRuntime
-from .turn_run import ConversationBusy, TurnRun
+from .turn_run import ConversationBusy, Delivery, TurnRun
 
 __all__ = ["ChatSocket"]
 
@@ -60,6 +60,7 @@ CLOSE_FORBIDDEN = 4403
 FOLLOW_SECONDS = 1.0  # a follower's longest wait without a wake-up (another process's SQLite)
 CLOSE_STARTUP_FAILED = 1011
 OVERSIZE_FACTOR = 4
+FINAL = ("done", "error", "confirm_mutation")  # a turn's last event (or where it suspends)
 
 
 class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -246,6 +247,11 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         )
         if record is None:  # never existed for this user
             raise Refused(404, "bad_event", NO_PENDING_CONFIRMATION)
+        # A durable turn (admitted with POST turns/) outlives this socket: closing it does not
+        # stop the resumed turn, an explicit cancel does.
+        durable = await self.runtime.on_engine(
+            self.runtime.durable_turn_of, session.conversation_id, confirmation_id
+        )
         self._start(
             session,
             session.resume(
@@ -254,6 +260,7 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
                 transport="stream",
                 unavailable_code="confirmation_unavailable",
             ),
+            durable=durable,
         )
 
     # -- turns -------------------------------------------------------------------------------
@@ -291,23 +298,36 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         # Over at its final event, even while its last frames are still being written.
         return self._run is not None and not self._run.done()
 
-    def _start(self, session: ChatSession, events: Any) -> None:
+    def _start(self, session: ChatSession, events: Any, *, durable: str | None = None) -> None:
+        """Run a turn for this socket; ``durable``: the id of the durable turn it resumes."""
         assert session.conversation_id is not None
         try:
-            run = self.runtime.start(session.conversation_id, events)
+            run = self.runtime.start(
+                session.conversation_id, events, durable=durable is not None, turn_id=durable
+            )
         except ConversationBusy:  # the same conversation is streaming over another connection
             return self.send_error_event("turn_in_progress")
         self._run = run
-        self._forwarder = asyncio.create_task(self._forward(run))
+        self._forwarder = asyncio.create_task(self._forward(run, session.conversation_id))
 
-    async def _forward(self, run: TurnRun) -> None:
-        """Write the turn's events as they come; a closed socket cancels the turn."""
+    async def _forward(self, run: TurnRun, conversation_id: str) -> None:
+        """Write the turn's events as they come; a closed socket cancels the turn (a durable
+        one runs on)."""
+        last: str | None = None
         try:
             while (delivery := await run.next()) is not None:
                 self._track(delivery.event)
+                last = delivery.event.type
                 await self.write_message(delivery.json)
+            if run.durable and run.turn_id is not None and last not in (None, *FINAL):
+                # an explicit cancel stopped the resumed turn: its end is in the journal
+                end = await self.runtime.on_engine(
+                    self.runtime.journaled_end, conversation_id, run.turn_id
+                )
+                if end is not None:
+                    await self.write_message(Delivery.of(end).json)
         except WebSocketClosedError:
-            run.cancel()
+            run.abandon()
         finally:
             if self._run is run:
                 self._pending = None
@@ -325,9 +345,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
     def on_close(self) -> None:
         """A client that went away cancels its turn (and the provider call in it); a turn it
-        followed runs on."""
+        followed, or a durable turn it resumed, runs on."""
         if self._run is not None:
-            self._run.cancel()
+            self._run.abandon()
         if self._forwarder is not None:
             self._forwarder.cancel()
         if self._follower is not None:

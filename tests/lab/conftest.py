@@ -53,7 +53,8 @@ ANSWER_ROUNDS: list[dict[str, Any]] = [
     },
     {"chunks": ANSWER_CHUNKS, "chunk_delay_seconds": 0.12},
 ]
-# A mutation that waits for the panel's Confirm button (as examples/add_part.yaml).
+# A mutation that waits for the panel's Confirm button (as examples/add_part.yaml), then an
+# answer that takes a while (time enough to reload the page while the resumed turn runs).
 CONFIRM_ROUNDS: list[dict[str, Any]] = [
     {
         "tool_calls": [
@@ -64,7 +65,7 @@ CONFIRM_ROUNDS: list[dict[str, Any]] = [
             }
         ]
     },
-    {"text": "Handled the request for the part Spring."},
+    {"text": "Handled the request for the part Spring.", "delay_seconds": 2.0},
 ]
 # (the questions ask for no change: the intent gate is off, these tests are about the panel)
 ANSWER_SETTINGS = {"allowed_mutations": ["createPart"], "injection": {"mutation_intent": False}}

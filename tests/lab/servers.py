@@ -168,14 +168,28 @@ class JupyterApp:
             body = response.read()
         return json.loads(body) if body else None
 
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` as JSON to ``path`` (below the server's root) with the token; the JSON
+        answer."""
+        request = urllib.request.Request(
+            f"{self.url}/{path}",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer = response.read()
+        return json.loads(answer) if answer else None
+
     def journal(self, conversation: str) -> list[dict[str, Any]]:
         """Every journaled event of a conversation, read from the events route up to the last
         position the server has now."""
-        try:
-            self.get(f"gmchat/chat/conversations/{conversation}/events?after=999999999999")
-        except urllib.error.HTTPError as ahead:  # 409 cursor_ahead names the last position
-            latest = int(json.loads(ahead.read())["latest_sequence"])
+        latest = int(
+            self.get(f"gmchat/chat/conversations/{conversation}/turns/")["latest_sequence"]
+        )
         events: list[dict[str, Any]] = []
+        if latest == 0:
+            return events
         request = urllib.request.Request(
             f"{self.chat_url}conversations/{conversation}/events?after=0",
             headers={"Authorization": f"token {self.token}"},

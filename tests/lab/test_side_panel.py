@@ -51,6 +51,22 @@ def open_panel(page: Page) -> Locator:
     return root
 
 
+def panel_after_reload(page: Page) -> Locator:
+    """The panel once the reloaded page shows it (the layout restorer does; the command as well
+    when the workspace was saved before the panel was opened)."""
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('gmchat:open')",
+        timeout=60_000,
+    )
+    root = page.locator(PANEL)
+    try:
+        expect(root).to_be_visible(timeout=15_000)
+    except AssertionError:
+        page.evaluate("() => window.jupyterapp.commands.execute('gmchat:open')")
+        expect(root).to_be_visible(timeout=30_000)
+    return root
+
+
 def wait_connected(root: Locator) -> int:
     """The panel has shown its first snapshot; how many snapshots it has shown."""
     expect(root).to_have_attribute("data-sync", "snapshot", timeout=30_000)
@@ -214,6 +230,66 @@ def test_confirming_a_mutation_in_the_panel_runs_it_once(
     results = [e for e in journal if e["type"] == "tool_result" and e.get("id") == "call-1"]
     assert len(results) == 1, journal
     assert [e["type"] for e in journal].count("done") == 1
+
+
+def test_a_reload_right_after_confirm_does_not_interrupt_the_turn(
+    page: Page, confirm_lab: JupyterApp, dialogs: list[str]
+) -> None:
+    """The page goes away while ``POST confirm/`` waits for the resumed turn: the durable turn
+    runs on, and the reloaded panel shows it finished, its mutation run once."""
+    page.goto(confirm_lab.lab_url("confirm-reload"))
+    root = open_panel(page)
+    new_conversation(root)
+    ask(root, "Add a part called Spring, then reload")
+    box = root.locator("[data-testid=gmchat-confirm-box]")
+    expect(box).to_be_visible(timeout=30_000)
+    conversation = conversation_of(page)
+    box.locator("[data-testid=gmchat-confirm]").click()
+    deadline = time.monotonic() + 15  # the mutation ran: the confirm request is being answered
+    while not any(e.get("id") == "call-1" and e["type"] == "tool_result"
+                  for e in confirm_lab.journal(conversation)):  # fmt: skip
+        assert time.monotonic() < deadline, "the confirmation was not sent"
+        time.sleep(0.05)
+
+    page.goto(confirm_lab.lab_url("confirm-reload", reset=False))  # at once: the answer is 2 s off
+
+    root = panel_after_reload(page)
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text(
+        "Handled the request for the part Spring.", timeout=30_000
+    )
+    assert conversation_of(page) == conversation
+    journal = confirm_lab.journal(conversation)
+    results = [e for e in journal if e["type"] == "tool_result" and e.get("id") == "call-1"]
+    assert len(results) == 1, journal
+    assert results[0]["result"]["status"] == "executed"
+    assert [e["type"] for e in journal][-1] == "done"
+    assert not [e for e in journal if e.get("code") == "interrupted"], journal
+
+
+def test_a_question_asked_elsewhere_shows_its_text(
+    page: Page, confirm_lab: JupyterApp, dialogs: list[str]
+) -> None:
+    """Turns another client admits in the panel's conversation show their questions live, and
+    after a reload that forgot this browser's questions: they come from the turns route (the
+    second is not the conversation's title)."""
+    page.goto(confirm_lab.lab_url("elsewhere"))
+    root = open_panel(page)
+    new_conversation(root)
+    conversation = conversation_of(page)
+    questions = [
+        "Asked from another browser: add a part called Spring",
+        "And a second question from there",  # (refused: the first waits for its confirmation)
+    ]
+    for number, question in enumerate(questions):
+        turn = {"conversation_id": conversation, "turn_id": f"elsewhere-{number}-{time.time_ns()}"}
+        confirm_lab.post("gmchat/chat/turns/", {**turn, "text": question})
+        shown = root.locator("[data-testid=gmchat-question]")
+        expect(shown).to_have_text(questions[: number + 1], timeout=30_000)
+    base = page.locator("#gmchat-panel").get_attribute("data-gmchat-url")
+    page.evaluate("(key) => localStorage.removeItem(key)", f"gmchat:{base}:questions")
+    page.goto(confirm_lab.lab_url("elsewhere", reset=False))
+    root = panel_after_reload(page)
+    expect(root.locator("[data-testid=gmchat-question]")).to_have_text(questions, timeout=60_000)
 
 
 def test_evidence_rows_insert_cells_into_the_active_notebook(

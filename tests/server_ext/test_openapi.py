@@ -70,6 +70,7 @@ TURNS = "/gmchat/chat/turns/"
 EVENTS = "/gmchat/chat/conversations/{conversation_id}/events"
 CANCEL = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/cancel"
 EVIDENCE = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/evidence"
+CONVERSATION_TURNS = "/gmchat/chat/conversations/{conversation_id}/turns/"
 SOCKET = "/gmchat/chat/ws"
 
 Outcome = tuple[str, str, int, str | None]  # (path, method, status, error code or None)
@@ -1049,6 +1050,39 @@ def test_turn_evidence(guarded: Server) -> None:
     refused(httpx.get(url), EVIDENCE, 403, "jupyter")
 
 
+def turns_url(server: Server, conversation_id: str) -> str:
+    return server.chat_url + f"conversations/{conversation_id}/turns/"
+
+
+def test_conversation_turns(plain: Server) -> None:
+    """A conversation's turns (an admitted one and a plain POST's) with their questions, in the
+    journal's order and under the journal's turn ids, and the journal's last position; an empty
+    conversation; the refusals."""
+    conversation = new_conversation(plain)
+    empty = validated(httpx.get(turns_url(plain, conversation), headers=AUTH), CONVERSATION_TURNS,
+                      valid_request=True)  # fmt: skip
+    assert empty == {"conversation_id": conversation, "latest_sequence": 0, "turns": []}
+    turn_id = f"listed-{uuid.uuid4().hex}"
+    validated(admit(plain, conversation, turn_id, "First question"), TURNS)
+    journal(plain, conversation)
+    validated(post(plain.chat_url, {"text": "Second question", "conversation_id": conversation}),
+              TURN)  # fmt: skip
+    frames = journal(plain, conversation, stop=lambda f: len([x for x in f if x["data"]["type"]
+                     == "done"]) == 2)  # fmt: skip
+    body = validated(httpx.get(turns_url(plain, conversation), headers=AUTH), CONVERSATION_TURNS)
+    assert body["latest_sequence"] == frames[-1]["data"]["sequence"]
+    journal_turns = list(dict.fromkeys(frame["data"]["turn_id"] for frame in frames))
+    assert [turn["turn_id"] for turn in body["turns"]] == journal_turns
+    assert journal_turns[0] == turn_id
+    assert [(t["text"], t["state"]) for t in body["turns"]] == [
+        ("First question", "done"),
+        ("Second question", "done"),
+    ]
+    refused(httpx.get(turns_url(plain, "nope"), headers=AUTH), CONVERSATION_TURNS, 404,
+            "bad_event")  # fmt: skip
+    refused(httpx.get(turns_url(plain, conversation)), CONVERSATION_TURNS, 403, "jupyter")
+
+
 # -- the WebSocket --------------------------------------------------------------------------------
 
 
@@ -1200,6 +1234,7 @@ def test_a_store_that_cannot_be_opened_is_503_on_every_route(broken: Server) -> 
         (httpx.get(events_url(broken, "any"), headers=AUTH), EVENTS),
         (post(cancel_url(broken, "any", "t1"), {"command_id": "c1"}), CANCEL),
         (httpx.get(evidence_url(broken, "any", "t1"), headers=AUTH), EVIDENCE),
+        (httpx.get(turns_url(broken, "any"), headers=AUTH), CONVERSATION_TURNS),
     ):
         body = refused(response, path, 503, "chat_error")
         message = body["events"][0]["message"] if "events" in body else body["message"]

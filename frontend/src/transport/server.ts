@@ -4,11 +4,14 @@
  * the kernel sends (protocol.ts), so `ChatView` does not know which one drives it:
  *
  * - `hello` lists the user's conversations (`GET conversations/`), takes the remembered one, else
- *   the latest, else creates one (`POST conversations/`), reads the conversation's journal from
- *   its start (`GET conversations/{id}/events`, server-sent events read from `fetch`'s body), and
- *   answers with a `snapshot` of the turns once it has read up to the journal's last position;
- *   later frames become `turn_start`, `events`, `table` and `turn_end`. A turn is the events of one
- *   `turn_id`; `done` or `error` (an interrupted turn ends with one) ends it.
+ *   the latest, else creates one (`POST conversations/`), lists its turns with their questions and
+ *   the journal's last position (`GET conversations/{id}/turns/`), reads the conversation's journal
+ *   from its start (`GET conversations/{id}/events`, server-sent events read from `fetch`'s body),
+ *   and answers with a `snapshot` of the turns once it has read up to that position; later frames
+ *   become `turn_start`, `events`, `table` and `turn_end`. A turn is the events of one `turn_id`
+ *   (the id the turns route lists it under); `done` or `error` (an interrupted turn ends with one)
+ *   ends it. A turn that first shows up live and was asked elsewhere gets its question from the
+ *   turns route before its `turn_start` is shown.
  * - A dropped stream is read again from the last position seen (`?after=N`): no gap, no
  *   duplicate. `409 cursor_ahead` and `410 resync_required` rebuild the view from the start (or
  *   from the earliest position retention kept).
@@ -19,9 +22,10 @@
  *   paged here. A finished turn's evidence comes from `GET conversations/{id}/turns/{turn}/evidence`;
  *   without that route the evidence is built from the events, without GraphQL or code.
  *
- * The journal does not hold a turn's question: questions asked from this browser are kept in
- * `localStorage`; other turns show the conversation's title (its first question) or say that the
- * server did not keep it.
+ * A server without the turns route (an older gmchat_nb: a 404 that is not the route's JSON) is read
+ * as before: the journal's end from the events route's `409 cursor_ahead` for a cursor past any
+ * journal, and the questions asked from this browser from `localStorage` (other turns show the
+ * conversation's title, its first question, or say that the server did not keep it).
  */
 
 import { sortRows } from "../format";
@@ -62,7 +66,7 @@ export interface ServerTransportOptions {
 
 export const PAGE_SIZE = 25;
 const MAX_QUESTIONS = 500;
-const PROBE_AFTER = "999999999999999"; // past any journal: the 409 names the last position
+const PROBE_AFTER = "999999999999999"; // past any journal: the 409 names the last position (no turns route)
 const DEFAULT_DELAYS = [250, 1000, 2000, 5000, 10000];
 
 export const EXTENSION_MISSING =
@@ -89,6 +93,7 @@ interface TurnState {
   index: number;
   turnId: string;
   question: string;
+  questionKnown: boolean; // false: a placeholder (asked elsewhere, not in the turns list yet)
   events: ChatEvent[];
   tables: TableData[];
   calls: Map<string, JsonObject>; // tool call id -> its arguments
@@ -200,6 +205,8 @@ export class ServerTransport implements Transport {
   private queue: Promise<void> = Promise.resolve();
   private readonly tableRows = new Map<string, TableRows>();
   private evidenceRoute: boolean | null = null; // null: not asked yet
+  private turnsRoute: boolean | null = null; // null: not asked yet
+  private serverQuestions = new Map<string, string>(); // turn id -> its text, from the turns route
   private disposed = false;
 
   constructor(options: ServerTransportOptions) {
@@ -418,19 +425,68 @@ export class ServerTransport implements Transport {
     this.nextIndex = 0;
     this.position = start;
     this.live = false;
+    this.serverQuestions = new Map();
     this.snapshotAt = await this.lastPosition(conversation);
     if (generation !== this.generation) return;
     if (this.snapshotAt <= start) this.enqueue(() => this.sendSnapshot());
     void this.follow(generation);
   }
 
-  /** The journal's last position (the events route's 409 names it for a cursor past the end). */
+  /**
+   * The journal's last position, with the conversation's questions: from the turns route, else
+   * (a server without it) the events route's 409 for a cursor past the end.
+   */
   private async lastPosition(conversation: string): Promise<number> {
+    if (this.turnsRoute !== false) {
+      const latest = await this.readTurns(conversation);
+      if (latest !== null) return latest;
+    }
     const response = await this.fetcher(`conversations/${encodeURIComponent(conversation)}/events?after=${PROBE_AFTER}`, { method: "GET" });
     const body = await readJson(response);
     if (response.status === 409 && body && typeof body.latest_sequence === "number") return body.latest_sequence;
     if (!response.ok) throw await problemOf(response, "Reading the conversation");
     return 0; // (an events stream this far ahead: nothing to wait for)
+  }
+
+  /**
+   * `GET conversations/{id}/turns/`: learn the turns' questions; the journal's last position, or
+   * null when the route is not on this server (a 404 that is not the route's JSON).
+   */
+  private async readTurns(conversation: string): Promise<number | null> {
+    const response = await this.fetcher(`conversations/${encodeURIComponent(conversation)}/turns/`, { method: "GET" });
+    const body = await readJson(response);
+    if (response.status === 404 && (body === null || typeof body.error !== "string")) {
+      this.turnsRoute = false;
+      return null;
+    }
+    if (!response.ok || !body) throw await problemOf(response, "Reading the conversation");
+    this.turnsRoute = true;
+    if (conversation === this.conversationId) {
+      for (const item of Array.isArray(body.turns) ? body.turns : []) {
+        if (isObject(item) && typeof item.turn_id === "string" && typeof item.text === "string") {
+          this.serverQuestions.set(item.turn_id, item.text);
+        }
+      }
+    }
+    return typeof body.latest_sequence === "number" ? body.latest_sequence : 0;
+  }
+
+  /** Give turns asked elsewhere (placeholders) their questions from the turns route. */
+  private async learnQuestions(turns: TurnState[], messages: ServerMessage[] = []): Promise<void> {
+    const conversation = this.conversationId;
+    if (!turns.length || !conversation || this.turnsRoute === false) return;
+    try {
+      await this.readTurns(conversation);
+    } catch {
+      return; // not now: the placeholder stays
+    }
+    for (const turn of turns) {
+      const text = this.serverQuestions.get(turn.turnId);
+      if (text === undefined) continue;
+      turn.question = text;
+      turn.questionKnown = true;
+      for (const msg of messages) if (msg.type === "turn_start" && msg.turn.index === turn.index) msg.turn.question = text;
+    }
   }
 
   /* ---------- the journal ---------- */
@@ -513,10 +569,13 @@ export class ServerTransport implements Transport {
   private receive(frames: JournalFrame[]): void {
     const messages: ServerMessage[] = [];
     const ended: TurnState[] = [];
+    const unknown: TurnState[] = []; // new turns whose question is not known here yet
     for (const frame of frames) {
       if (!Number.isFinite(frame.position) || frame.position <= this.position) continue;
       this.position = frame.position;
+      const known = this.turns.has(frame.turn_id);
       const turn = this.turnOf(frame.turn_id, frame.position, messages);
+      if (!known && !turn.questionKnown) unknown.push(turn);
       if (turn.ended) continue; // (nothing follows a turn's end; a stray frame is not shown)
       const event = wireEvent(frame);
       turn.events.push(event);
@@ -535,8 +594,10 @@ export class ServerTransport implements Transport {
       if (this.position >= this.snapshotAt) this.enqueue(() => this.sendSnapshot());
       return;
     }
-    // Live: the messages in order; a turn that ended gets its evidence before its turn_end.
+    // Live: the messages in order (a turn asked elsewhere gets its question first); a turn that
+    // ended gets its evidence before its turn_end.
     this.enqueue(async () => {
+      await this.learnQuestions(unknown, messages);
       let start = 0;
       for (const turn of ended) {
         const end = messages.findIndex((m, i) => i >= start && m.type === "events" && m.turn === turn.index && m.events.some((e) => e.type === "done" || e.type === "error"));
@@ -569,15 +630,16 @@ export class ServerTransport implements Transport {
   }
 
   private newTurn(turnId: string, position: number): TurnState {
-    const known = this.questions()[turnId];
+    const known = this.serverQuestions.get(turnId) ?? this.questions()[turnId];
     const first = this.turns.size === 0;
     const title = this.conversations.find((c) => c.id === this.conversationId)?.title;
     const question =
-      known ?? (first && title ? String(title) : "(This question was asked elsewhere; the server's journal does not keep its text.)");
+      known ?? (first && title ? String(title) : "(This question was asked elsewhere; the server did not keep its text.)");
     const turn: TurnState = {
       index: this.nextIndex++,
       turnId,
       question,
+      questionKnown: known !== undefined,
       events: [],
       tables: [],
       calls: new Map(),
@@ -645,7 +707,9 @@ export class ServerTransport implements Transport {
     this.live = true;
     const generation = this.generation;
     const ended = [...this.turns.values()].filter((t) => t.ended && t.evidence === null);
-    await Promise.all(ended.map((turn) => this.loadEvidence(turn)));
+    // (a turn that began after the turns were listed, asked elsewhere: its question now)
+    const unknown = [...this.turns.values()].filter((t) => !t.questionKnown);
+    await Promise.all([this.learnQuestions(unknown), ...ended.map((turn) => this.loadEvidence(turn))]);
     if (generation !== this.generation) return;
     const turns = [...this.turns.values()].filter((t) => !this.hidden.has(t.turnId));
     this.emit({

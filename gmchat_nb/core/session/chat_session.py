@@ -294,6 +294,9 @@ class ChatSession(TurnDriving):
             yield error_event(unavailable_code, message=UNAVAILABLE)
             return
         state = TurnState.from_dict(record.turn_state.get("state", {}))
+        turn = self.store.turn(record.conversation_id, state.turn_id) if state.turn_id else None
+        # a client's turn id (POST turns/): an explicit cancel may come by the store
+        self._admitted = turn is not None and turn.input_hash is not None
         decision: Decision = "confirmed" if confirmed else "rejected"
         async for event in self._exclusively(self._drive(state, transport, (record, decision))):
             yield event

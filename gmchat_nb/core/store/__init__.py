@@ -39,6 +39,7 @@ from .confirmations import Confirmations
 from .conversations import Conversations
 from .database import StoreClosedError, StoreUnavailableError
 from .journal import EventJournal
+from .listing import TurnListings
 from .messages import Messages
 from .records import (
     CONFIRMATION_STATES,
@@ -47,6 +48,7 @@ from .records import (
     ConversationRecord,
     StoredMessage,
     TurnRecord,
+    TurnSummary,
 )
 from .retention import Retention
 from .schema import SCHEMA_VERSION, StoreVersionError
@@ -70,6 +72,7 @@ __all__ = [
     "TurnLost",
     "TurnRecord",
     "TurnStart",
+    "TurnSummary",
     "UnknownConversation",
     "input_hash",
 ]
@@ -79,6 +82,7 @@ class ChatStore(
     Conversations,
     Messages,
     Turns,
+    TurnListings,
     Admissions,
     EventJournal,
     Confirmations,

@@ -16,6 +16,7 @@ __all__ = [
     "JournalEntry",
     "StoredMessage",
     "TurnRecord",
+    "TurnSummary",
 ]
 
 CONFIRMATION_STATES: Final = frozenset(
@@ -94,6 +95,26 @@ class TurnRecord:
     scope: str | None = None  # the servers that may take it over (see core.turns.identity)
     lease_expires_at: float | None = None  # when its owner's claim lapses unless renewed
     committed_sequence: int | None = None  # the last event its stored messages cover
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSummary:
+    """One turn of a conversation as a client lists it (``GET {url}conversations/{id}/turns/``):
+    its question, its state and where its events are in the conversation's journal.
+
+    ``text`` is an admitted turn's ``input``, else its stored question (the turn's first user
+    message), else ``None``. ``first_position`` and ``last_position`` are the journal positions
+    of its first and last event (``None`` before its first). A turn stored before turns had rows
+    of their own is known by its events alone: its state is read from its last event
+    (``done``, ``failed``, ``interrupted``) or is ``unknown``, and its times are its events'."""
+
+    turn_id: str
+    text: str | None
+    state: str
+    started_at: float
+    ended_at: float | None
+    first_position: int | None
+    last_position: int | None
 
 
 @dataclass(frozen=True, slots=True)
