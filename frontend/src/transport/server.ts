@@ -711,6 +711,11 @@ export class ServerTransport implements Transport {
     const unknown = [...this.turns.values()].filter((t) => !t.questionKnown);
     await Promise.all([this.learnQuestions(unknown), ...ended.map((turn) => this.loadEvidence(turn))]);
     if (generation !== this.generation) return;
+    this.emitSnapshot();
+  }
+
+  /** The turns not cleared from the panel, as one snapshot. */
+  private emitSnapshot(): void {
     const turns = [...this.turns.values()].filter((t) => !this.hidden.has(t.turnId));
     this.emit({
       type: "snapshot",
@@ -815,16 +820,7 @@ export class ServerTransport implements Transport {
     for (const turn of this.turns.values()) if (turn.ended) this.hidden.add(turn.turnId);
     this.enqueue(() => {
       if (!this.live) return;
-      const turns = [...this.turns.values()].filter((t) => !this.hidden.has(t.turnId));
-      this.emit({
-        type: "snapshot",
-        conversation_id: this.conversationId,
-        conversations: { items: this.conversations, current: this.conversationId },
-        turns: turns.map((turn) => this.record(turn)),
-        busy: turns.some((turn) => !turn.ended),
-        project: null,
-        provider: null,
-      });
+      this.emitSnapshot();
     });
   }
 
