@@ -6,8 +6,8 @@
 
 Every turn's events stream through :meth:`Chat.stream` (the widget and the server consume it);
 :meth:`Chat.ask` collects them into a :class:`Turn` with the answer, one pandas DataFrame per
-successful query and an evidence table that says where every number came from. In a notebook a
-``Chat`` shows its chat panel: :mod:`gmchat_nb.widget` tells IPython how to display one (the
+successful query, its charts and an evidence table that says where every number came from. A
+notebook shows a ``Chat`` as its chat panel: :mod:`gmchat_nb.widget` tells IPython how (the
 widget is a view on the chat, so it knows the chat and the chat does not know it).
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .charts import Chart, turn_charts
 from .core.events import ChatEvent, ToolResult, answer_text, event_from_dict
 from .core.frames import flatten_row
 from .core.project import Project
@@ -60,6 +61,7 @@ class Turn:
     # decisions, timings): ``trace.to_dict()`` / ``trace.to_json()``; None for a turn this
     # process did not run (one rejoined or replayed)
     trace: TurnTrace | None = None
+    settings: ChatSettings | None = field(default=None, repr=False)  # for the charts' cells
 
     def add(self, payload: dict[str, Any]) -> None:
         """Take one event of the turn. The first event a new driver wrote after a crash drops
@@ -95,6 +97,13 @@ class Turn:
     def frames(self) -> list[pd.DataFrame]:
         """One DataFrame per successful query: nested relations as dotted columns."""
         return [self._frame(outcome) for outcome in self.outcomes]
+
+    @property
+    def charts(self) -> list[Chart]:
+        """One :class:`~gmchat_nb.charts.Chart` per chart the turn drew (its ``chart`` events):
+        shown in a notebook, with ``.spec``, ``.to_png()`` and ``.code()``."""
+        outcomes = dict(zip(self.call_ids, self.outcomes, strict=True))
+        return turn_charts(self.events, outcomes, self.settings)
 
     @property
     def evidence(self) -> pd.DataFrame:
@@ -213,7 +222,9 @@ class Chat:
         session = await self.session()
         if self._dates is None:
             self._dates = _date_columns(session.project)
-        turn = Turn(question=text, date_columns=self._dates, turn_id=turn_id)
+        turn = Turn(
+            question=text, date_columns=self._dates, turn_id=turn_id, settings=self.settings
+        )
         self.turns.append(turn)
         events: AsyncIterator[ChatEvent]
         ran_here = True  # else replayed, followed or continued: its positions are read back

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from .chat import Chat
 from .core.events import (
+    Chart,
     ChatEvent,
     ConfirmMutation,
     Done,
@@ -25,6 +26,7 @@ __all__ = ["ask_in_terminal", "render_table"]
 
 TABLE_ROWS = 10
 CELL_WIDTH = 28
+CHART_TITLE = 120
 
 
 async def ask_in_terminal(
@@ -82,6 +84,15 @@ def _tool_result(event: ToolResult, out: TextIO, numbers: dict[str, int]) -> Non
     print(f"{label}\n{_result_text(event)}", file=out)
 
 
+def _chart(event: Chart, out: TextIO, numbers: dict[str, int]) -> None:
+    # a terminal cannot draw it: what it is and where to see it (the title is data: no control
+    # characters reach the terminal)
+    title = "".join(c if c.isprintable() else " " for c in event.title[:CHART_TITLE])
+    mark = "".join(c for c in str(event.intent.get("mark", "chart"))[:20] if c.isprintable())
+    count = f"{event.marks} mark{'' if event.marks == 1 else 's'}"
+    print(f"▨ chart: {title} ({mark}, {count}); open the turn in a notebook to see it", file=out)
+
+
 def _confirm_mutation(event: ConfirmMutation, out: TextIO, numbers: dict[str, int]) -> None:
     print(
         f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",
@@ -113,6 +124,7 @@ RENDERERS: dict[str, Callable[[Any, TextIO, dict[str, int]], None]] = {
     Error.type: _error,
     StreamReset.type: _stream_reset,
     Notice.type: _notice,
+    Chart.type: _chart,
 }
 
 

@@ -8,7 +8,9 @@ Starts its own JupyterLab on 127.0.0.1 and Debian chromium exactly as the browse
 (a scripted provider over the demo project) and crops each picture to the widget:
 
 * ``widget-answer.png``: a streamed answer with its result table and the evidence panel open;
-* ``widget-confirm.png``: the next question's mutation waiting for Confirm / Reject.
+* ``widget-confirm.png``: the next question's mutation waiting for Confirm / Reject;
+* ``widget-chart.png``: the offline provider's answer to "Chart the projects by status", the
+  chart under its query's card (a notebook of its own, ``Chat()`` on the demo).
 
 Then a second JupyterLab with the gmchat server extension (``tests/lab/servers.py``, as the side
 panel's browser tests run it) and the same scripted query:
@@ -38,6 +40,7 @@ from tests.widget.browser.lab import (  # noqa: E402
     ask,
     open_notebook,
     show_chat,
+    write_notebook,
 )
 
 CHAT_CELL = 1  # cell 0 is a markdown note
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
                 try:
                     shoot(browser, lab, args.out)
+                    shoot_chart(browser, lab, Path(tmp), args.out)
                 finally:
                     browser.close()
         finally:
@@ -133,6 +137,32 @@ def shoot(browser: Browser, lab: JupyterLab, out: Path) -> None:
     root.screenshot(path=out / "widget-confirm.png", animations="disabled")
     print(out / "widget-confirm.png")
     box.locator("[data-testid=gmchat-reject]").click()  # let the turn end before the server stops
+
+
+def shoot_chart(browser: Browser, lab: JupyterLab, tmp: Path, out: Path) -> None:
+    """The offline provider's chart answer, in a notebook of its own."""
+    page = browser.new_page(viewport={"width": 1200, "height": 1400}, device_scale_factor=2)
+    source = write_notebook(
+        tmp / "chart.ipynb", "A chart answer.", 'from gmchat_nb import Chat\nChat(store=":memory:")'
+    )
+    path = lab.add_notebook(source, "gmchat-chart")
+    open_notebook(page, lab.notebook_url(path, workspace="chart-screenshot"))
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+    root = show_chat(page, CHAT_CELL)
+    ask(page, "Chart the projects by status")
+    chart = root.locator("[data-testid=gmchat-chart]").last
+    expect(chart).to_have_attribute("data-state", "drawn", timeout=30_000)
+    expect(chart.locator("svg g.mark-rect path")).to_have_count(3)
+    card = root.locator("[data-testid=gmchat-tool][data-tool=query]").last
+    if card.get_attribute("open") is not None:  # the chart under a folded card: both in view
+        card.locator("summary").first.click()
+    expect(root.locator("[data-testid=gmchat-answer]").last).to_contain_text("The chart shows")
+    root.locator("[data-testid=gmchat-answer]").last.evaluate(
+        "(el) => el.scrollIntoView({block: 'end'})"
+    )
+    settle(page)
+    root.screenshot(path=out / "widget-chart.png", animations="disabled")
+    print(out / "widget-chart.png")
 
 
 def shoot_panel(browser: Browser, app: JupyterApp, out: Path) -> None:

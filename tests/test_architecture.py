@@ -49,6 +49,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gmchat_nb.core.telemetry",),
     # The project and its API: schema index, compiler, executors, the tools, demo projects.
     ("gmchat_nb.core.project",),
+    # Charts of a turn's query results: intents, specs built from the rows, the chart tool.
+    ("gmchat_nb.core.charts",),
     # A turn's defences, pure and deterministic: data kept as data, the loop guard, the
     # completion gates (they read the tool declarations).
     ("gmchat_nb.core.guards",),
@@ -65,6 +67,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life.
     ("gmchat_nb.core.turns",),
     ("gmchat_nb.core.session",),
+    # Charts in Python (``turn.charts``, ``chart_spec``): public API that ``Chat`` builds on.
+    ("gmchat_nb.charts",),
     # Surfaces. ``Chat`` is the notebook API the adapters below it wrap.
     ("gmchat_nb.chat",),
     ("gmchat_nb.widget", "gmchat_nb.server_ext", "gmchat_nb.terminal"),
@@ -545,6 +549,8 @@ TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
     ("gmchat_nb.core.providers.offline.planner", "query"): (1, "search_managers' argument"),
     ("gmchat_nb.core.project.demo.server", "query"): (1, "a GraphQL request body's query"),
     ("gmchat_nb.evals.oracle", "query"): (1, "a plan requirement's query field"),
+    ("gmchat_nb.core.charts.intent", "query"): (2, "the chart tool's argument naming a result"),
+    ("gmchat_nb.core.charts.tool", "query"): (1, "the chart tool's argument naming a result"),
     # The query tool itself, in a module this change left to its owner: it should read TOOLS too.
 }
 

@@ -30,6 +30,7 @@ PAGES = (
     "panel",
     "project",
     "chat-api",
+    "charts",
     "server",
     "providers",
     "evals",

@@ -2,10 +2,12 @@
  * The app: one rendered chat view (header, conversation picker, the log of turns, the composer)
  * over a `Transport`. It sends `hello` (with its saved cursor after a reload), builds itself from
  * the `snapshot` (or `replay`) answer, then applies `turn_start`, `events`, `table`, `turn_end`,
- * `table_page`, `frame_bound`, `conversations` and `error` as they arrive. Every view keeps its
- * own state, and its cursor and turns in sessionStorage so a reload replays (see replay.ts).
+ * `table_page`, `frame_bound`, `chart_options`, `conversations` and `error` as they arrive. Every
+ * view keeps its own state, and its cursor and turns in sessionStorage so a reload replays (see
+ * replay.ts).
  */
 
+import type { ChartLoader } from "./chart";
 import type { ConfirmBox } from "./confirm";
 import { ConversationPicker } from "./conversations";
 import type { CellActions } from "./evidence";
@@ -33,6 +35,12 @@ const PIN_SLACK_PX = 32;
 export interface ChatViewOptions {
   /** Evidence rows get "Insert as cell" and "→ DataFrame" (the JupyterLab side panel). */
   cellActions?: CellActions | null;
+  /**
+   * Loads the chart library (Vega) the first time a chart is drawn, and caches it: the widget asks
+   * the kernel for charts.js, the side panel imports a lazy chunk. Without one, charts show their
+   * title and data table only.
+   */
+  loadCharts?: ChartLoader | null;
 }
 
 function isRecord(value: unknown): value is TurnRecord {
@@ -44,6 +52,7 @@ export class ChatView implements TurnHost {
   readonly tables = new Map<string, TableView>(); // table key -> TableView
   readonly root: HTMLDivElement;
   readonly cellActions: CellActions | null;
+  readonly loadCharts: ChartLoader | null;
   private readonly turns = new Map<number, TurnView>(); // index -> TurnView
   private readonly dirty = new Set<TurnView>();
   private readonly countdowns = new Set<ConfirmBox>();
@@ -84,6 +93,7 @@ export class ChatView implements TurnHost {
     options: ChatViewOptions = {},
   ) {
     this.cellActions = options.cellActions ?? null;
+    this.loadCharts = options.loadCharts ?? null;
     this.widgetKey = transport.storageKey();
     this.storage = quietly(() => globalThis.sessionStorage ?? null, null);
     this.restored = loadView(this.storage, this.widgetKey);
@@ -184,6 +194,10 @@ export class ChatView implements TurnHost {
         return this.tables.get(String(msg.table))?.onFrameBound(msg);
       case "table_page":
         return this.tables.get(String(msg.table))?.onPage(msg);
+      case "chart_options":
+        return this.tables.get(String(msg.table))?.onChartOptions(msg);
+      case "chart_library":
+        return; // the chart loader's answer (widget.ts)
       default:
         break;
     }
@@ -374,7 +388,8 @@ export class ChatView implements TurnHost {
   }
 
   private kernelError(msg: ErrorInfo): void {
-    this.showNotice(msg);
+    // (the charts waiting for the library say so themselves)
+    if (msg.code !== "charts_unavailable") this.showNotice(msg);
     for (const table of this.tables.values()) table.unblock();
     if (this.pendingAsk !== null && !this.input.value) {
       this.input.value = this.pendingAsk; // the question was refused: give it back

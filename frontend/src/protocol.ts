@@ -150,6 +150,33 @@ export interface NoticeEvent extends EventBase {
   details?: JsonObject | null;
 }
 
+/** A chart's intent: what it draws (core/charts `ChartIntent.to_dict()`, None fields left out). */
+export interface ChartIntent {
+  query?: string | null;
+  mark?: string;
+  x?: string | null;
+  y?: string | null;
+  color?: string | null;
+  aggregate?: string | null;
+  sort?: string | null;
+  limit?: number | null;
+  title?: string | null;
+}
+
+/**
+ * A chart of a query's rows: a Vega-Lite v5 spec with its data inline (chart.ts checks it before
+ * it is drawn). `evidence_id` is the query's call id, or a planned turn's evidence id.
+ */
+export interface ChartEvent extends EventBase {
+  type: "chart";
+  id: string;
+  evidence_id?: string | null;
+  title?: string;
+  spec?: unknown;
+  intent?: ChartIntent | null;
+  marks?: number;
+}
+
 /** Every public event type of core/events.py. */
 export type ChatEvent =
   | TextChunkEvent
@@ -159,7 +186,8 @@ export type ChatEvent =
   | DoneEvent
   | ErrorEvent
   | StreamResetEvent
-  | NoticeEvent;
+  | NoticeEvent
+  | ChartEvent;
 
 export type EventType = ChatEvent["type"];
 export type EventOf<K extends EventType> = Extract<ChatEvent, { type: K }>;
@@ -245,7 +273,9 @@ export type ClientMessage =
   | { type: "new_conversation" }
   | { type: "list_conversations" }
   | { type: "open_conversation"; conversation_id: string }
-  | { type: "clear" };
+  | { type: "clear" }
+  | { type: "chart_request"; table: string; intent?: ChartIntent }
+  | { type: "chart_library" };
 
 export type ClientMessageType = ClientMessage["type"];
 
@@ -324,6 +354,31 @@ export interface ConversationsMessage {
   current?: string | null;
 }
 
+/** A result table's column as a chart may use it ("list": a to-many column, not chartable). */
+export interface ChartColumn {
+  name?: string;
+  kind?: string;
+}
+
+/** The answer to `chart_request`: what a table's chart may use, and the chart (or why not). */
+export interface ChartOptionsMessage {
+  type: "chart_options";
+  table: string;
+  call_id?: string;
+  columns?: ChartColumn[];
+  marks?: string[];
+  aggregates?: string[];
+  intent?: ChartIntent | null;
+  chart?: (Omit<ChartEvent, "type"> & { type?: string }) | null;
+  error?: ErrorInfo | null;
+}
+
+/** The answer to `chart_library`: the chart library module's text (the widget's charts.js). */
+export interface ChartLibraryMessage {
+  type: "chart_library";
+  source?: string;
+}
+
 export interface ErrorMessage extends ErrorInfo {
   type: "error";
 }
@@ -338,6 +393,8 @@ export type ServerMessage =
   | TablePageMessage
   | FrameBoundMessage
   | ConversationsMessage
+  | ChartOptionsMessage
+  | ChartLibraryMessage
   | ErrorMessage;
 
 export type ServerMessageType = ServerMessage["type"];
@@ -352,6 +409,8 @@ const SERVER_TYPES: ReadonlySet<string> = new Set<ServerMessageType>([
   "table_page",
   "frame_bound",
   "conversations",
+  "chart_options",
+  "chart_library",
   "error",
 ]);
 

@@ -1,16 +1,19 @@
 /**
- * Result tables: a query's rows with sortable headers, a pager and "→ DataFrame". The first page
- * comes with the table; other pages and sorted pages are asked for (`table_page`), and a
- * DataFrame is bound in the kernel on request (`to_frame`).
+ * Result tables: a query's rows with sortable headers, a pager, "→ DataFrame" and **Chart**. The
+ * first page comes with the table; other pages and sorted pages are asked for (`table_page`), a
+ * DataFrame is bound in the kernel on request (`to_frame`), and a chart of the rows is asked for
+ * (`chart_request`, chart-picker.ts).
  */
 
+import type { ChartLoader } from "./chart";
+import { ChartPicker } from "./chart-picker";
 import { button, h } from "./dom";
 import { cellValue, formatCell, sortRows } from "./format";
-import type { ClientMessage, FrameBoundMessage, TableData, TablePageMessage, TableSort } from "./protocol";
+import type { ChartOptionsMessage, ClientMessage, FrameBoundMessage, TableData, TablePageMessage, TableSort } from "./protocol";
 
 export type Send = (msg: ClientMessage) => void;
 
-/** A query's result table: first page, sortable headers, pager and "→ DataFrame". */
+/** A query's result table: first page, sortable headers, pager, "→ DataFrame" and Chart. */
 export class TableView {
   readonly key: string;
   readonly el: HTMLDivElement;
@@ -31,10 +34,17 @@ export class TableView {
   private readonly nameInput: HTMLInputElement;
   private readonly frameButton: HTMLButtonElement;
   private readonly bound: HTMLSpanElement;
+  private readonly chart: ChartPicker;
 
+  /**
+   * @param send sends the table's requests
+   * @param table the table and its first page
+   * @param charts loads the chart library (null: the host draws no charts)
+   */
   constructor(
     private readonly send: Send,
     table: TableData,
+    charts: ChartLoader | null = null,
   ) {
     this.key = String(table.key);
     this.rows = Array.isArray(table.rows) ? table.rows : [];
@@ -70,6 +80,7 @@ export class TableView {
       onClick: () => this.toFrame(),
     });
     this.bound = h("span", { cls: "gmchat-frame-bound", testid: "gmchat-frame-bound", attrs: { role: "status" } });
+    this.chart = new ChartPicker(send, this.key, charts);
     this.el = h("div", { cls: "gmchat-table", testid: "gmchat-table", attrs: { "data-table": this.key } }, [
       h("div", { cls: "gmchat-table-status" }, [
         table.manager ? h("strong", { text: String(table.manager) }) : null,
@@ -83,8 +94,9 @@ export class TableView {
           this.range,
           this.next,
         ]),
-        h("div", { cls: "gmchat-frame" }, [this.nameInput, this.frameButton, this.bound]),
+        h("div", { cls: "gmchat-frame" }, [this.chart.toggleButton, this.nameInput, this.frameButton, this.bound]),
       ]),
+      this.chart.el,
     ]);
     this.renderRows();
   }
@@ -201,8 +213,19 @@ export class TableView {
     );
   }
 
+  /** A `chart_options` answer for this table. */
+  onChartOptions(msg: ChartOptionsMessage): void {
+    this.chart.onOptions(msg);
+  }
+
+  /** Finalize the table's chart (its turn's view goes). */
+  dispose(): void {
+    this.chart.dispose();
+  }
+
   /** The kernel refused something: leave no control stuck in its waiting state. */
   unblock(): void {
+    this.chart.unblock();
     if (this.frameButton.disabled) {
       this.frameButton.disabled = false;
       if (this.bound.textContent === "binding\u2026") this.bound.textContent = "";

@@ -1,10 +1,11 @@
 /**
- * The turn view: one question and everything that answers it (the plan, tool cards,
- * confirmations, notices, the streamed answer, errors, evidence and usage), brought up to date
+ * The turn view: one question and everything that answers it (the plan, tool cards and the
+ * charts under them, confirmations, notices, the streamed answer, errors, evidence and usage), brought up to date
  * from turn records and events. `EVENT_RENDERERS` says how each event type of core/events.py is
  * shown (tests/test_architecture.py checks that every public type has one here).
  */
 
+import { type ChartLoader, ChartView } from "./chart";
 import { ConfirmBox } from "./confirm";
 import { h } from "./dom";
 import { type CellActions, type CopyText, EvidencePanel } from "./evidence";
@@ -13,6 +14,7 @@ import { renderMarkdown } from "./markdown";
 import { PlanPanel, partialBanner } from "./plan-panel";
 import { isPartial, planCalculations } from "./planned";
 import type {
+  ChartEvent,
   ChatEvent,
   ConfirmMutationEvent,
   ErrorInfo,
@@ -38,6 +40,8 @@ export interface TurnHost {
   readonly tables: Map<string, TableView>;
   /** Notebook actions of the evidence rows, when the host has notebooks (the side panel). */
   readonly cellActions?: CellActions | null;
+  /** Loads the chart library when the first chart is drawn (null: charts show as text only). */
+  readonly loadCharts?: ChartLoader | null;
 }
 
 type EventRenderers = { readonly [K in EventType]: (turn: TurnView, event: EventOf<K>) => void };
@@ -55,6 +59,7 @@ export const EVENT_RENDERERS: EventRenderers = {
   tool_result(turn, event) {
     const card = turn.tools.get(String(event.id)) ?? turn.toolCard({ id: event.id, name: event.name, args: {} });
     card.finish(event);
+    turn.noteEvidence(card, event.evidence_id);
     const box = turn.confirms.get(String(event.id));
     if (box) box.resolved(event.result);
   },
@@ -78,6 +83,9 @@ export const EVENT_RENDERERS: EventRenderers = {
   notice(turn, event) {
     turn.note(String(event.kind ?? "notice"), String(event.message ?? ""));
   },
+  chart(turn, event) {
+    turn.addChart(event);
+  },
 };
 
 /** One question and everything that answers it. */
@@ -97,6 +105,9 @@ export class TurnView {
   private finished = false;
   private readonly pendingTables = new Map<string, TableData>(); // call_id -> table, before its card exists
   private readonly tables = new Map<string, TableView>(); // key -> TableView
+  private readonly evidenceCards = new Map<string, ToolCard>(); // a planned query's evidence id -> its card
+  private readonly charts = new Map<string, ChartView>(); // chart id -> its view
+  private readonly chartAnchors = new Map<ToolCard, Element>(); // a query's card -> the last element under it
   private errorShown = false;
   private evidenceRows: EvidenceRow[] = [];
   private evidenceKey = "";
@@ -223,6 +234,31 @@ export class TurnView {
     else this.chat.startCountdown(box);
   }
 
+  /** A planned query's result names its evidence id: a chart may name the query by it. */
+  noteEvidence(card: ToolCard, evidenceId: unknown): void {
+    if (typeof evidenceId === "string" && evidenceId) this.evidenceCards.set(evidenceId, card);
+  }
+
+  /**
+   * A `chart` event: the chart under the card of the query it draws (its `evidence_id` is the
+   * query's call id, or a planned turn's evidence id), after any chart already there.
+   */
+  addChart(event: ChartEvent): void {
+    const id = String(event.id);
+    if (this.charts.has(id)) return;
+    const view = new ChartView(event, this.chat.loadCharts ?? null);
+    this.charts.set(id, view);
+    const evidenceId = String(event.evidence_id ?? "");
+    const card = this.tools.get(evidenceId) ?? this.evidenceCards.get(evidenceId);
+    const anchor = card ? (this.chartAnchors.get(card) ?? card.el) : null;
+    if (card && anchor && anchor.parentNode === this.steps) {
+      anchor.after(view.el);
+      this.chartAnchors.set(card, view.el);
+    } else {
+      this.steps.append(view.el);
+    }
+  }
+
   /** A `table` message (or a record's table): attach it to its query card by call_id. */
   addTable(table: unknown): void {
     if (!isObject(table) || table.key === undefined) return;
@@ -234,7 +270,7 @@ export class TurnView {
       this.pendingTables.set(String(data.call_id), data);
       return;
     }
-    const view = new TableView(this.chat.send, data);
+    const view = new TableView(this.chat.send, data, this.chat.loadCharts ?? null);
     this.tables.set(key, view);
     this.chat.tables.set(key, view);
     if (card) card.attachTable(view);
@@ -308,7 +344,11 @@ export class TurnView {
 
   dispose(): void {
     for (const box of this.confirms.values()) this.chat.stopCountdown(box);
-    for (const key of this.tables.keys()) this.chat.tables.delete(key);
+    for (const [key, table] of this.tables) {
+      this.chat.tables.delete(key);
+      table.dispose();
+    }
+    for (const chart of this.charts.values()) chart.dispose();
     this.el.remove();
   }
 }

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Self
 
 __all__ = [
     "ERROR_MESSAGES",
+    "Chart",
     "ChatEvent",
     "ConfirmMutation",
     "Done",
@@ -185,7 +186,8 @@ class Notice(_Event):
     ``details.from``/``to``), ``"loop_guard"`` (a repeated call was answered from its earlier
     result, or the turn was ended with one final answer), ``"gate"`` (the answer was sent back
     once for a correction), ``"injection"`` (the question looks like it tries to override the
-    assistant's instructions). ``message`` is a sentence for people; ``details`` is for
+    assistant's instructions), ``"chart"`` (a planned turn's chart could not be drawn:
+    ``details.evidence_id`` and ``code``). ``message`` is a sentence for people; ``details`` is for
     programs."""
 
     type: ClassVar[str] = "notice"
@@ -193,6 +195,27 @@ class Notice(_Event):
     kind: str
     message: str
     details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chart(_Event):
+    """gmchat_nb's addition: a chart of a query result of the turn, drawn for the user.
+
+    ``id`` is the ``chart`` tool call's; ``evidence_id`` names the query it draws (its tool call
+    id, or a planned turn's evidence id); ``spec`` is a Vega-Lite v5 specification gmchat_nb
+    built from that result's rows (inline data, no URL, no expression: see
+    :mod:`gmchat_nb.core.charts`); ``intent`` is what was asked (mark, columns, aggregate) as
+    applied, ``marks`` how many marks it draws. Titles and labels are text. Older clients ignore
+    the type.
+    """
+
+    type: ClassVar[str] = "chart"
+    id: str
+    evidence_id: str
+    title: str
+    spec: dict[str, Any]
+    intent: dict[str, Any]
+    marks: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,7 +261,15 @@ class Error(_Event):
 
 
 ChatEvent = (
-    TextChunk | ToolCall | ToolResult | ConfirmMutation | Done | Error | StreamReset | Notice
+    TextChunk
+    | ToolCall
+    | ToolResult
+    | ConfirmMutation
+    | Done
+    | Error
+    | StreamReset
+    | Notice
+    | Chart
 )
 EventType = Literal[
     "text_chunk",
@@ -249,6 +280,7 @@ EventType = Literal[
     "error",
     "stream_reset",
     "notice",
+    "chart",
 ]
 
 
@@ -269,7 +301,17 @@ def error_event(
 
 _BY_TYPE: dict[str, type[_Event]] = {
     cls.type: cls
-    for cls in (TextChunk, ToolCall, ToolResult, ConfirmMutation, Done, Error, StreamReset, Notice)
+    for cls in (
+        TextChunk,
+        ToolCall,
+        ToolResult,
+        ConfirmMutation,
+        Done,
+        Error,
+        StreamReset,
+        Notice,
+        Chart,
+    )
 }
 # Every public event type: each surface that shows events has a renderer for each of these.
 EVENT_TYPES: tuple[str, ...] = tuple(_BY_TYPE)

@@ -33,6 +33,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .charts.tool import CHART
+from .charts.turn import TurnCharts
 from .events import (
     ChatEvent,
     ConfirmMutation,
@@ -151,6 +153,7 @@ class ToolLoop:
         self.transport = transport
         # call id -> the evidence of a query, filled as results arrive
         self.outcomes: dict[str, QueryOutcome] = {} if outcomes is None else outcomes
+        self.charts = TurnCharts(self.outcomes) if limits.charts else None
         # each round's request is retried at its start (never its tools: they run after it)
         self.retries = retries or ProviderRetries()
         # the turn's defences (loop guard, data flags, mutation intent, completion gates); off
@@ -373,17 +376,24 @@ class ToolLoop:
         results follow in call order. In process they cannot overlap (tasks would only add
         overhead): each call is announced right before it runs and reported right after.
         """
+        # A chart draws a query the round's other reads may be answering: charts run after them.
+        charts = [call for call in calls if call.name == CHART.name]
+        if charts:
+            calls = [call for call in calls if call.name != CHART.name]
         if len(calls) > 1 and self.project.executor.concurrent:
             for call in calls:
                 yield ToolCall(id=call.id, name=call.name, args=call.args)
             timed = await asyncio.gather(*(self._read(call) for call in calls))
             for call, (run, duration_ms) in zip(calls, timed, strict=True):
                 yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
-            return
-        for call in calls:
+            calls = []
+        for call in calls + charts:
             yield ToolCall(id=call.id, name=call.name, args=call.args)
             run, duration_ms = await self._read(call)
             yield await self.record_result(messages, call, run, state, duration_ms=duration_ms)
+            chart = self.charts.take(call.id) if self.charts is not None else None
+            if chart is not None:
+                yield chart
 
     async def _read(self, call: ToolCallEvent) -> tuple[ToolRun, float]:
         """The call's result and how long it took (ms)."""
@@ -404,7 +414,10 @@ class ToolLoop:
                 self.trace.event("loop_guard", span, action=verdict.action, reason=verdict.reason)
                 self.trace.end(span, status=verdict.action, result=verdict.result)
                 return ToolRun(verdict.result), _milliseconds_since(started)
-            run = await run_tool(self.project, call.name, call.args)
+            if self.charts is not None and call.name == CHART.name:
+                run = self.charts.run(call.id, call.args)
+            else:
+                run = await run_tool(self.project, call.name, call.args)
             flags = self.guards.after_call(call.name, call.args, run.result, failed=run.failed)
             if flags:
                 self._flags[call.id] = flags

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from .charts.tool import CHART
 from .guards.envelope import DATA_RULE
 from .project.index import SchemaIndex
 from .project.schema_view import manager_schema
@@ -52,13 +53,17 @@ def build_system_prompt(
     *,
     developer_instructions: str = "",
     mutations: tuple[str, ...] = (),
+    charts: bool = False,
 ) -> str:
-    """The system prompt for a project; ``mutations`` are the allow-listed mutation names."""
+    """The system prompt for a project; ``mutations`` are the allow-listed mutation names,
+    ``charts`` whether the ``chart`` tool is offered."""
     parts = [
         "You answer questions about the data of a GeneralManager project by calling tools over "
         "its GraphQL schema. The data types are called managers.",
         _RULES,
     ]
+    if charts:
+        parts.append("Charts:\n" + _bullets(*CHART.prompt_lines))
     managers = list(index.managers.values())
     if managers:
         example = manager_schema(index, managers[0])["example"]

@@ -68,6 +68,8 @@ class LoopLimits:
     confirm_timeout_seconds: float
     recover_missing_tool_calls: bool
     allowed_mutations: frozenset[str] = frozenset()
+    charts: bool = False
+    """Whether the ``chart`` tool is offered (and run)."""
 
 
 class Waiter(Protocol):

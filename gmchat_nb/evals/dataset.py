@@ -4,8 +4,9 @@ Every case is ``name``, ``description``, ``tier`` (default 0), ``tags``, ``conve
 (``[{user: text}, ...]``) and ``expectations``. Our additions: ``project`` (a demo name or a
 GraphQL URL, default ``inventory``), ``strategy`` (``legacy`` or ``planned``: the case runs so
 whatever the run's default) and ``providers`` (planned roles pinned to provider specs:
-``{planner: offline}``; ``executor`` pins both executors). Unknown keys are a
-:class:`DatasetError` that names the key and the case.
+``{planner: offline}``; ``executor`` pins both executors) and the expectation ``chart``
+(``{mark, x, y, aggregate}``, any of them: some chart the turns drew has them). Unknown keys are
+a :class:`DatasetError` that names the key and the case.
 
 Over 400 lines: GeneralManager's whole case format, each key checked with an error that
 names it, in one reader.
@@ -20,10 +21,12 @@ from typing import Any
 
 import yaml
 
+from ..core.charts import AGGREGATES, MARKS
 from ..core.digest import digest
 
 __all__ = [
     "Case",
+    "ChartExpectation",
     "Contract",
     "DatasetError",
     "Expectations",
@@ -67,6 +70,7 @@ EXPECTATION_KEYS = frozenset(
         "turns",
         "contract",
         "planned",
+        "chart",
     }
 )
 CONTRACT_KEYS = frozenset({"category", "hard", "strategy"})
@@ -84,6 +88,7 @@ HARD_KEYS = frozenset(
 STRATEGY_KEYS = frozenset({"recommended_tool_calls", "strict_order", "fail_on_deviation"})
 RESULT_SET_KEYS = frozenset({"manager", "rows", "fields"})
 TOOL_CALL_KEYS = frozenset({"name", "args_contain"})
+CHART_KEYS = ("mark", "x", "y", "aggregate")
 
 
 class DatasetError(ValueError):
@@ -101,6 +106,21 @@ class ResultSetExpectation:
     manager: str
     rows: tuple[Mapping[str, Any], ...]
     fields: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ChartExpectation:
+    """A chart some turn must draw: each key given must equal the drawn chart's (its intent as
+    applied: an aggregate the rows needed counts as asked); keys left out match anything."""
+
+    mark: str | None = None
+    x: str | None = None
+    y: str | None = None
+    aggregate: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        """The keys the expectation names."""
+        return {key: value for key in CHART_KEYS if (value := getattr(self, key)) is not None}
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,7 @@ class Expectations:
     contract: Contract | None = None
     turns: tuple[Expectations, ...] = ()
     planned: Mapping[str, Any] | None = None
+    chart: ChartExpectation | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -232,6 +253,23 @@ def _result_set(value: Any, where: str) -> ResultSetExpectation | None:
     )
 
 
+def _chart(value: Any, where: str) -> ChartExpectation | None:
+    """``chart: {mark, x, y, aggregate}`` (any of them; ``{}``: some chart at all)."""
+    if value is None:
+        return None
+    spec = _check_keys(value, frozenset(CHART_KEYS), where)
+    for key, item in spec.items():
+        if not isinstance(item, str) or not item.strip():
+            what = "a column name" if key in ("x", "y") else f"a {key}"
+            raise DatasetError(f"{where}.{key} must be text ({what}), got {item!r}")
+    for key, allowed in (("mark", MARKS), ("aggregate", AGGREGATES)):
+        if key in spec and spec[key] not in allowed:
+            raise DatasetError(
+                f"{where}.{key}: unknown {key} {spec[key]!r}; one of {list(allowed)}"
+            )
+    return ChartExpectation(**{key: str(item).strip() for key, item in spec.items()})
+
+
 def _contract(value: Any, where: str) -> Contract | None:
     if value is None:
         return None
@@ -280,6 +318,7 @@ def _expectations(value: Any, where: str, *, nested: bool = False) -> Expectatio
         contract=_contract(spec.get("contract"), f"{where}.contract"),
         turns=turns,
         planned=spec.get("planned"),
+        chart=_chart(spec.get("chart"), f"{where}.chart"),
         raw=dict(spec),
     )
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .dataset import Expectations
-from .judges import ANSWER, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
+from .judges import ANSWER, CHARTS, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
 from .runner import CaseResult
 
 __all__ = [
@@ -75,6 +75,10 @@ ADVICE: dict[tuple[str, str], str] = {
         "Tighten the tool-decision prompt, or accept the deviation from the recommended calls"
     ),
     ("prompt", "model_task_failure"): "The model did not complete the task: read its trace",
+    ("prompt", "chart_mismatch"): (
+        "The turn drew no chart, or another one: check that the chart tool is offered (setting "
+        "charts) and that the prompt names the mark and columns the question asks for"
+    ),
 }
 
 # Most upstream cause first: a broken case or provider explains every later symptom, a skipped
@@ -159,6 +163,8 @@ def _from_verdicts(result: CaseResult) -> list[Diagnosis]:
             found.append(Diagnosis("prompt", "answer_quality", first))
         elif verdict.dimension == SENSE:
             found.append(Diagnosis("prompt", "answer_contract", first))
+        elif verdict.dimension == CHARTS:
+            found.append(Diagnosis("prompt", "chart_mismatch", first))
         elif verdict.dimension == RESULT_SET:
             for reason in verdict.reasons:
                 text = _strip_turn(reason)

@@ -1,7 +1,8 @@
 """The judges: each turns a run's evidence into a :class:`Verdict` for one dimension.
 
 Dimensions (GeneralManager 0.87's report rows): ``Product contract``, ``Tool selection``,
-``Query correctness``, ``Answer quality``, ``Answer sense`` and ``Exact result sets``.
+``Query correctness``, ``Answer quality``, ``Answer sense`` and ``Exact result sets``; ours:
+``Charts`` (the ``chart`` expectation, judged from the charts' intents and specs).
 
 Over 400 lines: the judges share the matching of calls, managers and values
 (``call_matches``, ``mentions``, ``flatten_scalars``); split apart, each judge would import them
@@ -17,7 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.project.tools import TOOLS as REGISTRY
-from .dataset import Contract, Expectations, ResultSetExpectation, ToolCallExpectation
+from .dataset import (
+    ChartExpectation,
+    Contract,
+    Expectations,
+    ResultSetExpectation,
+    ToolCallExpectation,
+)
 from .echo import echo_issue, plain_numbers
 
 __all__ = [
@@ -28,6 +35,7 @@ __all__ = [
     "judge_answer",
     "judge_answer_sense",
     "judge_case",
+    "judge_chart",
     "judge_contract",
     "judge_query",
     "judge_result_set",
@@ -42,7 +50,8 @@ QUERY = "Query correctness"
 ANSWER = "Answer quality"
 SENSE = "Answer sense"
 RESULT_SET = "Exact result sets"
-DIMENSIONS = (CONTRACT, TOOLS, QUERY, ANSWER, SENSE, RESULT_SET)
+CHARTS = "Charts"
+DIMENSIONS = (CONTRACT, TOOLS, QUERY, ANSWER, SENSE, RESULT_SET, CHARTS)
 ANSWER_THRESHOLD = 0.8
 
 # resolves a manager name (``PartManager``, ``parts``) to a canonical name, or None
@@ -71,7 +80,8 @@ class Verdict:
 class TurnData:
     """What one turn did: tool calls ``{id, name, args}``, results ``{id, name, args, result}``
     and the answer; ``user`` is the message it answered, ``system_prompts`` the distinct system
-    messages the model was sent during it."""
+    messages the model was sent during it; ``charts`` the charts it drew, ``{intent, spec,
+    marks}`` each."""
 
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
@@ -79,6 +89,7 @@ class TurnData:
     error: str | None = None
     user: str = ""
     system_prompts: list[str] = field(default_factory=list, repr=False)
+    charts: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -323,6 +334,37 @@ def judge_result_set(
     )
 
 
+def _drawn(chart: Mapping[str, Any]) -> dict[str, Any]:
+    """What a chart drew: its mark as its spec draws it (a histogram is binned bars), its
+    columns and aggregate as its intent applied them."""
+    intent, spec = chart.get("intent") or {}, chart.get("spec") or {}
+    mark = spec.get("mark")
+    mark = mark.get("type") if isinstance(mark, Mapping) else mark
+    x = (spec.get("encoding") or {}).get("x") or {}
+    if mark == "bar" and isinstance(x, Mapping) and x.get("bin"):
+        mark = "histogram"
+    return {"mark": mark, **{key: intent.get(key) for key in ("x", "y", "aggregate")}}
+
+
+def _chart_text(chart: Mapping[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in chart.items() if value is not None)
+
+
+def judge_chart(expected: ChartExpectation, turns: Sequence[TurnData]) -> Verdict:
+    """Some chart of ``turns`` has every key the expectation names (no pixels: the spec's mark,
+    the intent's columns and aggregate); the score is the best chart's share of those keys."""
+    wanted = expected.to_dict()
+    drawn = [_drawn(chart) for turn in turns for chart in turn.charts]
+    scores = [sum(chart[k] == v for k, v in wanted.items()) / (len(wanted) or 1) for chart in drawn]
+    if scores and max(scores) == 1.0:
+        return Verdict(CHARTS, True, 1.0)
+    expected_text = f"expected a chart ({_chart_text(wanted) or 'any'})"
+    if not drawn:
+        return Verdict(CHARTS, False, 0.0, (f"{expected_text}; no chart was drawn",))
+    shown = "; ".join(f"({_chart_text(chart)})" for chart in drawn[:5])
+    return Verdict(CHARTS, False, max(scores), (f"{expected_text}; drawn: {shown}",))
+
+
 _NEGATION = re.compile(
     r"\b(no|not|none|nothing|never|nobody|no one|isn't|aren't|wasn't|weren't|doesn't|don't|"
     r"didn't|hasn't|haven't|couldn't|won't|cannot|can't|unavailable|unable|neither|nor|"
@@ -510,6 +552,8 @@ def judge_case(
         add(judge_sensible_answer(last, expectations.answer_contains, expectations.answer_excludes))
     if expectations.result_set is not None:
         add(judge_result_set(expectations.result_set, last, resolve))
+    if expectations.chart is not None:
+        add(judge_chart(expectations.chart, turns))
     for number, (expected, turn) in enumerate(zip(expectations.turns, turns, strict=False), 1):
         if expected.contract is not None:
             add(judge_contract(expected.contract, [turn], resolve), number)
@@ -528,4 +572,6 @@ def judge_case(
             add(verdict, number)
         if expected.result_set is not None:
             add(judge_result_set(expected.result_set, turn, resolve), number)
+        if expected.chart is not None:
+            add(judge_chart(expected.chart, [turn]), number)
     return [_combine(d, found[d]) for d in DIMENSIONS if d in found]

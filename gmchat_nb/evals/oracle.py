@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from ..core.charts.tool import CHART
 from ..core.project.tools import TOOLS, ToolEvidence
 from ..core.providers.base import (
     DoneEvent,
@@ -106,6 +107,12 @@ def split_turns(rounds: Sequence[Mapping[str, Any]]) -> list[Rounds]:
 def _turn_plan(turn: Rounds, earlier_queries: list[dict[str, Any]], lean: bool) -> Rounds:
     calls = [call for round_ in turn for call in round_.get("tool_calls") or []]
     queries = [dict(call["args"]) for call in calls if call["name"] == TOOLS.query.name]
+    # A chart the oracle drew becomes a chart of the query requirement before it.
+    charts: dict[int, dict[str, Any]] = {}
+    for call in calls:
+        if call["name"] == CHART.name and queries:
+            read = sum(1 for c in calls[: calls.index(call)] if c["name"] == TOOLS.query.name)
+            charts[max(read - 1, 0)] = dict(call.get("args") or {})
     finding = [round_ for round_ in turn if _discovery(round_)]
     if lean and queries:
         finding = []  # the planner's candidates stand in for the discovery calls
@@ -142,9 +149,9 @@ def _turn_plan(turn: Rounds, earlier_queries: list[dict[str, Any]], lean: bool) 
                 "requirements": requirements,
             }
         )
-    by_manager: dict[str, list[dict[str, Any]]] = {}
-    for args in queries:
-        by_manager.setdefault(str(args.get("manager")), []).append(args)
+    by_manager: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
+    for index, args in enumerate(queries):
+        by_manager.setdefault(str(args.get("manager")), []).append((args, charts.get(index)))
     for manager, reads in by_manager.items():
         tasks.append(
             {
@@ -156,8 +163,9 @@ def _turn_plan(turn: Rounds, earlier_queries: list[dict[str, Any]], lean: bool) 
                         "requirement_id": f"read_{number}",
                         "kind": TOOLS.query.evidence,
                         "query": args,
+                        **({"chart": chart} if chart is not None else {}),
                     }
-                    for number, args in enumerate(reads, start=1)
+                    for number, (args, chart) in enumerate(reads, start=1)
                 ],
             }
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.digest import canonical_json, digest
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .figures import call_counts, figures_lines, percent_text, run_figures
-from .judges import DIMENSIONS, RESULT_SET
+from .judges import CHARTS, DIMENSIONS, RESULT_SET
 from .runner import CaseResult
 from .strategy import COUNTED_ROLES, sum_roles
 
@@ -52,7 +52,7 @@ def dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]
     scored = [r for r in results if r.status != "unscored"]
     for dimension in DIMENSIONS:
         verdicts = [v for r in scored for v in r.verdicts if v.dimension == dimension]
-        if dimension == RESULT_SET and not verdicts:
+        if dimension in (RESULT_SET, CHARTS) and not verdicts:  # only cases that ask for them
             continue
         rows.append((dimension, sum(v.passed for v in verdicts), len(verdicts)))
     rows.append(("Overall", sum(r.passed for r in scored), len(scored)))
@@ -378,6 +378,7 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
                 "roles": t.roles,
                 "orchestration": t.orchestration,
                 "seconds": round(t.seconds, 4),
+                **({"charts": t.charts} if t.charts else {}),  # ours: {intent, spec, marks}
             }
             for number, t in enumerate(result.turns, start=1)
         ],

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.events import (
+    Chart,
     ConfirmMutation,
     Done,
     Error,
@@ -256,6 +257,19 @@ def _read_tool_result(
     )
 
 
+def _read_chart(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """A chart the turn drew: its intent as applied, its spec and how many marks (the chart
+    expectation is judged from these, never from pixels)."""
+    intent, spec = event.get("intent"), event.get("spec")
+    turn.charts.append(
+        {
+            "intent": dict(intent) if isinstance(intent, Mapping) else {},
+            "spec": dict(spec) if isinstance(spec, Mapping) else {},
+            "marks": event.get("marks"),
+        }
+    )
+
+
 def _read_answer(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
     """Text and its withdrawals: the answer is read whole after the trace (:func:`answer_text`),
     since a ``stream_reset`` takes back chunks already read."""
@@ -306,6 +320,7 @@ TRACE_READERS: dict[str, Callable[[TurnRecord, Mapping[str, Any], Any], None]] =
     ConfirmMutation.type: _read_confirm_mutation,
     Error.type: _read_error,
     Done.type: _read_done,
+    Chart.type: _read_chart,
 }
 
 

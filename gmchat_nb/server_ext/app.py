@@ -16,6 +16,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Dict, Float, Int, Unicode
 
 from ..core.settings import ChatSettings, load_settings
+from .charts import TurnChartHandler
 from .durable import (
     CancelHandler,
     ConversationEventsHandler,
@@ -125,6 +126,11 @@ class GMChat(ExtensionApp):
                 (
                     prefix + "/conversations/([^/]+)/turns/([^/]+)/evidence/?",
                     TurnEvidenceHandler,
+                    common,
+                ),
+                (
+                    prefix + "/conversations/([^/]+)/turns/([^/]+)/chart/?",
+                    TurnChartHandler,
                     common,
                 ),
                 (prefix + "/ws", ChatSocket, common),

@@ -26,6 +26,7 @@ import traitlets
 from ..core.events import ChatEvent, Error, StreamReset, TextChunk, ToolResult, answer_text
 from ..core.session.evidence import evidence_row, planned_ids
 from ..core.turns import new_turn_id
+from .charts import chart_answer, chart_library
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
 from .tables import ResultTable
@@ -112,6 +113,10 @@ class ChatWidget(anywidget.AnyWidget):
             self._bind_frame(str(message.get("table")), message.get("name"))
         elif kind == "table_page":
             self._page(message)
+        elif kind == "chart_request":
+            self._chart(message)
+        elif kind == "chart_library":
+            self._post(chart_library())
         elif kind == "new_conversation":
             self._spawn(self._new_conversation())
         elif kind == "list_conversations":
@@ -259,7 +264,9 @@ class ChatWidget(anywidget.AnyWidget):
         if turn is None or event.id not in turn.call_ids:
             return  # not a successful query
         outcome = turn.outcomes[turn.call_ids.index(event.id)]
-        result = ResultTable(turn, outcome)  # no DataFrame: pandas waits for "→ DataFrame"
+        result = ResultTable(
+            turn, outcome, event.id
+        )  # no DataFrame: pandas waits for "→ DataFrame"
         key = f"t{record['index']}-{event.id}"
         self.tables[key] = result
         table = {
@@ -303,6 +310,16 @@ class ChatWidget(anywidget.AnyWidget):
                 "total": len(table.rows),
             }
         )
+
+    def _chart(self, message: dict[str, Any]) -> None:
+        """A table's Chart button or picker: the chart of its rows, as ``chart_options``."""
+        key = str(message.get("table"))
+        table = self.tables.get(key)
+        if table is None:
+            self._post({"type": "error", "code": "bad_event", "message": "Unknown table."})
+            return
+        answer = chart_answer(table.outcome.rows, table.call_id, message.get("intent"))
+        self._post({"type": "chart_options", "table": key, **answer})
 
     def _bind_frame(self, key: str, name: Any) -> None:
         if key not in self.tables:

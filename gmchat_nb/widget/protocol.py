@@ -20,6 +20,12 @@ Front end -> kernel (``type`` and fields):
 * ``to_frame`` {table, name?} — bind a query's DataFrame to a kernel variable (default: it is
   ``chat.frames[-1]`` anyway); answered with ``frame_bound``.
 * ``table_page`` {table, offset, limit, sort?: {column, descending}} — rows of a result table.
+* ``chart_request`` {table, intent?: {mark?, x?, y?, color?, aggregate?, limit?}} — a result
+  table's **Chart** button (no ``intent``: the chart its columns suggest) and its mark, column
+  and aggregate pickers (the intent chosen, as a ``chart`` call's arguments without ``query``);
+  answered with ``chart_options``.
+* ``chart_library`` — the chart library, asked once per view when its first chart is drawn;
+  answered with ``chart_library``, or ``error`` ``charts_unavailable`` when it was not built.
 * ``new_conversation``, ``list_conversations``, ``open_conversation`` {conversation_id},
   ``clear`` — conversation controls.
 
@@ -37,6 +43,9 @@ Kernel -> front end:
   A planned (orchestrated) turn's ``tool_call``/``tool_result`` carry ``task_id`` (a badge on the
   card) and a query's result its ``evidence_id``; its ``done`` carries ``orchestration`` (a plan
   panel, a banner over a partial answer, calculations in the evidence panel). All optional.
+  A ``chart`` event (after its ``chart`` call's result) is drawn under the card of the query it
+  names by ``evidence_id`` (the query's call id, or a planned evidence id), with a table/chart
+  toggle; its spec is checked again before it is drawn, and drawing loads the chart library.
 * ``table`` {turn: index, table: Table} — after a successful query: the first page of its rows
   (rows, pages and sorting need no pandas; it is imported when ``to_frame`` asks for a DataFrame)
 * ``turn_end`` {turn: Turn, cursor} — the full record (answer, usage, error, tables, evidence);
@@ -44,6 +53,15 @@ Kernel -> front end:
 * ``table_page`` {table: key, offset, rows, total}
 * ``frame_bound`` {table: key, name, shape: [rows, columns]}
 * ``conversations`` {items: [{id, title, updated_at, messages}], current}
+* ``chart_options`` {table: key, columns: [{name, kind}], marks, aggregates, intent: {...}|null,
+  chart: Chart|null, error: {code, message}|null} — what a chart of the table may use (``kind``
+  "quantitative", "temporal", "nominal", or "list": a to-many column, not chartable), the intent
+  as applied and the chart drawn, or why not (an unknown column, a mark that does not fit, too
+  many marks: the table's pickers show it); ``intent`` and ``chart`` are null when the columns
+  suggest no chart. A Chart is the ``chart`` event's JSON (id ``suggested:<call_id>``).
+* ``chart_library`` {source} — the chart library (Vega, Vega-Lite, vega-embed) as ES module text
+  (``static/charts.js``, built by frontend/build.mjs beside chat.js), which the view imports from
+  a Blob URL; sent only when asked, so chat.js stays small.
 * ``error`` {message, code}
 
 A Turn record: {index, question, events: [...], answer, usage, error: {code, message}|null,
@@ -93,5 +111,7 @@ FRONT_END_TYPES = frozenset(
         "list_conversations",
         "open_conversation",
         "clear",
+        "chart_request",
+        "chart_library",
     }
 )

@@ -30,9 +30,10 @@ class ResultTable:
     """One successful query's rows, flattened once (``{"material": {"name": ...}}`` becomes a
     ``material.name`` column, as in the DataFrame)."""
 
-    def __init__(self, turn: Turn, outcome: QueryOutcome) -> None:
+    def __init__(self, turn: Turn, outcome: QueryOutcome, call_id: str = "") -> None:
         self.turn = turn
         self.outcome = outcome
+        self.call_id = call_id  # the query's tool call id (a chart of the table names it)
         self.rows = [flatten_row(row) for row in outcome.rows]
         self.columns = [str(name) for name in dict.fromkeys(c for row in self.rows for c in row)]
         self._sorted: dict[tuple[str, bool], list[dict[str, Any]]] = {}  # paging keeps a sort

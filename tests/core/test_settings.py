@@ -48,6 +48,7 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "max_total_rounds_per_message": None,
     "tool_strategy": "discovery",
     "recover_missing_tool_calls": False,
+    "charts": True,  # gmchat_nb's: the chart tool (docs/charts.md)
     "system_prompt": "",
     "max_recent_messages": 20,
     "summarize_after": 10,
@@ -359,6 +360,7 @@ def test_sequences_are_tuples_and_mappings_read_only() -> None:
     ("overrides", "key", "fragments"),
     [
         ({"enabled": "yes"}, "enabled", ["true or false", "'yes'"]),
+        ({"charts": "yes"}, "charts", ["true or false"]),
         ({"recover_missing_tool_calls": 1}, "recover_missing_tool_calls", ["true or false"]),
         ({"max_results": True}, "max_results", ["integer >= 1", "bool"]),
         ({"max_results": 0}, "max_results", ["integer >= 1", "0"]),

@@ -70,6 +70,7 @@ TURNS = "/gmchat/chat/turns/"
 EVENTS = "/gmchat/chat/conversations/{conversation_id}/events"
 CANCEL = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/cancel"
 EVIDENCE = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/evidence"
+CHART = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/chart"
 CONVERSATION_TURNS = "/gmchat/chat/conversations/{conversation_id}/turns/"
 SOCKET = "/gmchat/chat/ws"
 
@@ -479,6 +480,7 @@ EVENT_SCHEMAS = {
     "error": "ErrorEvent",
     "stream_reset": "StreamResetEvent",
     "notice": "NoticeEvent",
+    "chart": "ChartEvent",
 }
 
 
@@ -1050,6 +1052,39 @@ def test_turn_evidence(guarded: Server) -> None:
     refused(httpx.get(url), EVIDENCE, 403, "jupyter")
 
 
+def chart_url(server: Server, conversation_id: str, turn_id: str) -> str:
+    return server.chat_url + f"conversations/{conversation_id}/turns/{turn_id}/chart"
+
+
+def test_turn_chart(guarded: Server) -> None:
+    """A durable turn's query result charted: the suggested chart, a picked one that cannot be
+    drawn (a 200 with its error), and the refusals."""
+    conversation = new_conversation(guarded)
+    turn_id = f"chart-{uuid.uuid4().hex}"
+    validated(admit(guarded, conversation, turn_id, "List the parts"), TURNS)
+    frames = journal(guarded, conversation)
+    [result] = [f["data"] for f in frames if f["data"]["type"] == "tool_result" and "frame" in
+                f["data"]]  # fmt: skip
+    url = chart_url(guarded, conversation, turn_id)
+
+    def get(**params: str) -> httpx.Response:
+        return httpx.get(url, params=params, headers=AUTH)
+
+    body = validated(get(call_id=result["id"]), CHART, valid_request=True)
+    assert body["call_id"] == result["id"] and body["error"] is None
+    assert body["chart"]["id"] == f"suggested:{result['id']}"
+    wrong = validated(get(call_id=result["id"], mark="bar", x="nope"), CHART, valid_request=True)
+    assert wrong["chart"] is None and wrong["error"]["code"] == "unknown_column"
+    refused(get(), CHART, 400, "bad_event")
+    refused(get(call_id=result["id"], shape="round"), CHART, 400, "bad_event")
+    refused(get(call_id="nope"), CHART, 404, "bad_event")
+    refused(httpx.get(chart_url(guarded, "nope", turn_id), params={"call_id": "x"}, headers=AUTH),
+            CHART, 404, "bad_event")  # fmt: skip
+    refused(httpx.get(chart_url(guarded, conversation, "nope"), params={"call_id": "x"},
+                      headers=AUTH), CHART, 404, "bad_event")  # fmt: skip
+    refused(httpx.get(url, params={"call_id": "x"}), CHART, 403, "jupyter")
+
+
 def turns_url(server: Server, conversation_id: str) -> str:
     return server.chat_url + f"conversations/{conversation_id}/turns/"
 
@@ -1234,6 +1269,7 @@ def test_a_store_that_cannot_be_opened_is_503_on_every_route(broken: Server) -> 
         (httpx.get(events_url(broken, "any"), headers=AUTH), EVENTS),
         (post(cancel_url(broken, "any", "t1"), {"command_id": "c1"}), CANCEL),
         (httpx.get(evidence_url(broken, "any", "t1"), headers=AUTH), EVIDENCE),
+        (httpx.get(chart_url(broken, "any", "t1"), params={"call_id": "c"}, headers=AUTH), CHART),
         (httpx.get(turns_url(broken, "any"), headers=AUTH), CONVERSATION_TURNS),
     ):
         body = refused(response, path, 503, "chat_error")

@@ -1,6 +1,7 @@
 """The front end's pure parts (markdown rendering and sanitization in a jsdom document, replay
-bookkeeping), tested with node's own runner against the built module; and the built module
-itself, which must be what the TypeScript sources in ``frontend/`` build to today."""
+bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom),
+tested with node's own runner against the built modules; and the built modules themselves,
+which must be what the TypeScript sources in ``frontend/`` build to today."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ JS_TESTS = Path(__file__).parent / "js"
 ROOT = Path(__file__).resolve().parents[2]
 FRONTEND = ROOT / "frontend"
 STATIC = ROOT / "gmchat_nb" / "widget" / "static"
-BUILT = ("chat.js", "chat.css")
+BUILT = ("chat.js", "charts.js", "chat.css")
 
 
 def node() -> str:
@@ -26,7 +27,8 @@ def node() -> str:
 
 
 @pytest.mark.parametrize(
-    "script", ["test_markdown.mjs", "test_replay.mjs", "test_guard_display.mjs"]
+    "script",
+    ["test_markdown.mjs", "test_replay.mjs", "test_guard_display.mjs", "test_charts.mjs"],
 )
 def test_the_front_end_helpers(script: str) -> None:
     done = subprocess.run(
@@ -37,8 +39,9 @@ def test_the_front_end_helpers(script: str) -> None:
 
 
 def test_the_installed_front_end_is_a_fresh_build_of_its_sources(tmp_path: Path) -> None:
-    """A stale chat.js or chat.css (sources changed, no rebuild) fails here: the sources are
-    built again into a temporary folder and the installed files must match byte for byte."""
+    """A stale chat.js, charts.js or chat.css (sources changed, no rebuild) fails here: the
+    sources are built again into a temporary folder and the installed files must match byte for
+    byte. (The build itself fails when chat.js would hold the chart library.)"""
     assert (FRONTEND / "node_modules").is_dir(), (
         "frontend/node_modules is missing: `pip install -e .` installs it (or `npm ci` in frontend/)"
     )

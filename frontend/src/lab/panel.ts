@@ -1,7 +1,9 @@
 /**
  * The side panel: a Lumino widget holding one `ChatView` on a `ServerTransport` (the server
  * extension's routes), created the first time the panel is shown. Its evidence rows insert cells
- * into the active notebook (`INotebookTracker`, when the front end has one).
+ * into the active notebook (`INotebookTracker`, when the front end has one). Its charts import the
+ * chart library (Vega) the first time one is drawn: a dynamic import, which webpack makes a lazy
+ * chunk of the labextension, so the panel's first load does not carry it.
  */
 
 import type { JupyterFrontEnd } from "@jupyterlab/application";
@@ -10,6 +12,7 @@ import { type INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import { ServerConnection } from "@jupyterlab/services";
 import { Widget } from "@lumino/widgets";
 
+import type { ChartLibrary } from "../chart";
 import { ChatView } from "../chat-view";
 import type { CellActions } from "../evidence";
 import { ServerTransport } from "../transport/server";
@@ -48,6 +51,11 @@ export function notebookCells(tracker: INotebookTracker | null): CellActions {
   };
 }
 
+/** The chart library, loaded on first use (the browser caches the module). */
+export function loadCharts(): Promise<ChartLibrary> {
+  return import("../chart-library");
+}
+
 /** The gmchat side panel. */
 export class ChatPanel extends Widget {
   private view: ChatView | null = null;
@@ -79,7 +87,7 @@ export class ChatPanel extends Widget {
       storagePrefix: `gmchat:${base}:`,
       storage: globalThis.localStorage ?? null,
     });
-    this.view = new ChatView(this.transport, this.node, { cellActions: notebookCells(this.options.tracker) });
+    this.view = new ChatView(this.transport, this.node, { cellActions: notebookCells(this.options.tracker), loadCharts });
     this.node.setAttribute("data-gmchat-url", base);
   }
 

@@ -19,7 +19,9 @@
  *   a pending mutation (`POST confirm/` with the `confirm_mutation` frame's position as
  *   `expected_sequence`); the conversation controls map to the conversations routes.
  * - A query's rows arrive on its `tool_result` (`result.data`); the view gets them as a table
- *   paged here. A finished turn's evidence comes from `GET conversations/{id}/turns/{turn}/evidence`;
+ *   paged here. A table's Chart button (`chart_request`) asks
+ *   `GET conversations/{id}/turns/{turn}/chart?call_id=…&mark=…` and hands the answer back as
+ *   `chart_options` (a refusal too, so the table's pickers show it). A finished turn's evidence comes from `GET conversations/{id}/turns/{turn}/evidence`;
  *   without that route the evidence is built from the events, without GraphQL or code.
  *
  * A server without the turns route (an older gmchat_nb: a 404 that is not the route's JSON) is read
@@ -30,6 +32,7 @@
 
 import { sortRows } from "../format";
 import type {
+  ChartIntent,
   ChatEvent,
   ClientMessage,
   ConversationItem,
@@ -87,7 +90,12 @@ export class ServerProblem extends Error {
 interface TableRows {
   columns: string[];
   rows: unknown[];
+  turnId: string;
+  callId: string;
 }
+
+/** The parts of a chart's intent the chart route takes as query parameters. */
+const CHART_PARAMETERS = ["mark", "x", "y", "color", "aggregate"] as const;
 
 interface TurnState {
   index: number;
@@ -255,6 +263,8 @@ export class ServerTransport implements Transport {
         return this.confirm(msg.call_id, msg.ok);
       case "table_page":
         return this.page(msg.table, msg.offset, msg.limit, msg.sort);
+      case "chart_request":
+        return this.chart(msg.table, msg.intent);
       case "to_frame":
         return this.emit({
           type: "error",
@@ -669,7 +679,7 @@ export class ServerTransport implements Transport {
       const firstRow = rows.find(isObject);
       const columns = Array.isArray(summary.columns) ? summary.columns.map(String) : firstRow ? Object.keys(firstRow) : [];
       const key = `t${turn.index}-${id}`;
-      this.tableRows.set(key, { columns, rows });
+      this.tableRows.set(key, { columns, rows, turnId: turn.turnId, callId: id });
       const table: TableData = {
         key,
         call_id: id,
@@ -825,6 +835,30 @@ export class ServerTransport implements Transport {
   }
 
   /* ---------- tables ---------- */
+
+  /** A table's chart from the chart route, as the kernel's `chart_options` answer. */
+  private async chart(key: string, intent?: ChartIntent): Promise<void> {
+    const table = this.tableRows.get(key);
+    const conversation = this.conversationId;
+    if (!table || !conversation) {
+      this.emit({ type: "chart_options", table: key, error: { code: "bad_event", message: "Unknown table." } });
+      return;
+    }
+    const params = new URLSearchParams({ call_id: table.callId });
+    for (const name of CHART_PARAMETERS) {
+      const value = intent ? intent[name] : null;
+      if (typeof value === "string" && value) params.set(name, value);
+    }
+    const path = `conversations/${encodeURIComponent(conversation)}/turns/${encodeURIComponent(table.turnId)}/chart?${params.toString()}`;
+    const response = await this.fetcher(path, { method: "GET" });
+    if (!response.ok) {
+      const problem = await problemOf(response, "Charting the table");
+      this.emit({ type: "chart_options", table: key, error: problem.info });
+      return;
+    }
+    const body = (await readJson(response)) ?? {};
+    this.emit({ ...body, type: "chart_options", table: key });
+  }
 
   private page(key: string, offset: number, limit: number, sort?: TableSort): void {
     const table = this.tableRows.get(key);

@@ -13,9 +13,13 @@ engine. Two identical failing calls end the task as ``manager_unresolved`` (no p
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..charts.tool import ChartedQuery, chart_event, run_chart
+from ..events import Notice
+from ..project.errors import ToolError
 from ..project.tools import TOOLS
 from ..providers.attempts import StreamResetEvent
 from ..providers.base import (
@@ -31,7 +35,7 @@ from .calculations import CalculationError
 from .evidence import EvidenceError, EvidenceRecord, child_alias_id
 from .plan import PlannedTask, PlanValidationError, validate_children
 from .prompts import EXECUTOR_PROMPT, reference_message
-from .work import TurnWork
+from .work import CallResult, TurnWork
 
 __all__ = ["REASONS", "TaskRun", "resolve_task"]
 
@@ -115,6 +119,8 @@ async def resolve_task(work: TurnWork, run: TaskRun, parents: list[TaskRun], roo
         _note_manager(run, args)
         if outcome.record is not None:
             run.link(requirement.requirement_id, outcome.record)
+            if work.charts and requirement.chart is not None:
+                _draw(work, requirement.chart, outcome)
         elif outcome.failed:
             failures.append(
                 {"call": {"name": TOOLS.query.name, "args": args}, "result": outcome.result}
@@ -122,6 +128,29 @@ async def resolve_task(work: TurnWork, run: TaskRun, parents: list[TaskRun], roo
     if not work.explicit_completion and _finish_if_covered(work, run):
         return
     await _executor_rounds(work, run, parents, root, failures)
+
+
+def _draw(work: TurnWork, intent: Mapping[str, Any], outcome: CallResult) -> None:
+    """The chart a plan asked of a query requirement's rows, as the ``chart`` tool draws it
+    (its evidence id names the query); one that cannot be drawn is a ``notice`` saying why."""
+    if outcome.record is None:
+        return
+    result = outcome.result if isinstance(outcome.result, dict) else {}
+    data = result.get("data")
+    rows: list[Any] = data if isinstance(data, list) else []
+    evidence_id = outcome.record.evidence_id
+    try:
+        built = run_chart(intent, [ChartedQuery(evidence_id, rows)], query=evidence_id)
+    except ToolError as error:
+        work.emit(
+            Notice(
+                kind="chart",
+                message=f"The chart of {evidence_id} could not be drawn: {error.message}",
+                details={"evidence_id": evidence_id, "code": error.code},
+            )
+        )
+        return
+    work.emit(chart_event(f"{evidence_id}:chart", built))
 
 
 def _note_manager(run: TaskRun, args: dict[str, Any]) -> None:

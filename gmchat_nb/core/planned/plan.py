@@ -58,6 +58,7 @@ class Requirement:
     operation: str | None = None
     binding: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     query: Mapping[str, Any] | None = None  # gmchat_nb: the query tool's arguments, if known
+    chart: Mapping[str, Any] | None = None  # gmchat_nb: a chart of the query's rows (an intent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +136,12 @@ def _requirement(raw: object, where: str) -> Requirement:
     if not isinstance(binding, Mapping):
         raise PlanValidationError(f"{where}.binding must be an object")
     query = raw.get("query")
-    if query is not None and (kind != "query" or not isinstance(query, Mapping)):
+    on_query = kind == "query"
+    if query is not None and (not on_query or not isinstance(query, Mapping)):
         raise PlanValidationError(f"{where}.query must be an object on a query requirement")
+    chart = raw.get("chart")
+    if chart is not None and (not on_query or not isinstance(chart, Mapping)):
+        raise PlanValidationError(f"{where}.chart must be an object on a query requirement")
     return Requirement(
         _identifier(raw.get("requirement_id"), f"{where}.requirement_id"),
         kind,
@@ -144,6 +149,7 @@ def _requirement(raw: object, where: str) -> Requirement:
         operation,
         MappingProxyType(dict(binding)),
         MappingProxyType(dict(query)) if query is not None else None,
+        MappingProxyType(dict(chart)) if chart is not None else None,
     )
 
 
@@ -265,6 +271,11 @@ _REQUIREMENT_SCHEMA: dict[str, Any] = {
                 "limit": {"type": "integer"},
             },
             "required": ["manager", "fields"],
+        },
+        "chart": {
+            "type": "object",
+            "description": "When the user asks for a chart of this query's rows: the chart "
+            "tool's arguments (mark, x, y, color, aggregate, sort, limit, title).",
         },
     },
     "required": ["requirement_id", "kind"],

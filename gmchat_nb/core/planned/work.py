@@ -74,6 +74,7 @@ class TurnWork:
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     task_ids: set[str] = field(default_factory=set)  # every task of the turn, children too
     explicit_completion: bool = False  # GeneralManager's protocol: executors say "complete"
+    charts: bool = False  # the ``charts`` setting: a query requirement's chart is drawn
     calls: int = 0
     call_hashes: list[str] = field(default_factory=list)
     _tool_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

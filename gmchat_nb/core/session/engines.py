@@ -73,6 +73,7 @@ def tool_loop(
             confirm_timeout_seconds=float(settings.confirm_timeout_seconds),
             allowed_mutations=frozenset(mutations),
             recover_missing_tool_calls=settings.recover_missing_tool_calls,
+            charts=settings.charts,
         ),
         io,
         authenticated=actor.authenticated,
@@ -163,5 +164,6 @@ def planned_turn(
         emit=lambda event: None,
         project=project,
         outcomes=outcomes,
+        charts=settings.charts,
     )
     return PlannedTurn(work, catalog=catalog, check_rate=check_rate, audit=audit.emit)

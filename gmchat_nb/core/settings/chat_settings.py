@@ -64,7 +64,6 @@ _HOUR = 3600
 # settings object shown in a notebook cell must not print an API key.
 _SECRET_TERMS = ("password", "secret", "token", "key", "credential", "authorization", "cookie")
 
-
 # -- the settings ----------------------------------------------------------------------------
 
 
@@ -218,6 +217,7 @@ class ChatSettings:
     max_total_rounds_per_message: int | None = None
     tool_strategy: ToolStrategy = "discovery"
     recover_missing_tool_calls: bool = False
+    charts: bool = True
     system_prompt: str = ""
     max_recent_messages: int = 20
     summarize_after: int = 10
@@ -342,6 +342,7 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "max_total_rounds_per_message": checks.optional_int_at_least(1),
         "tool_strategy": checks.choice(TOOL_STRATEGIES),
         "recover_missing_tool_calls": checks.boolean,
+        "charts": checks.boolean,
         "system_prompt": checks.string,
         "max_recent_messages": checks.int_at_least(1),
         "summarize_after": checks.int_at_least(1),

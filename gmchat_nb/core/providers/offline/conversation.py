@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...charts.tool import CHART
 from ...project.tools import TOOLS
 from ..base import Message
 
@@ -97,6 +98,8 @@ def is_probe(args: Mapping[str, Any]) -> bool:
 
 def _round_kind(calls: Sequence[Call]) -> str:
     names = {call.name for call in calls}
+    if CHART.name in names:
+        return "chart"
     if TOOLS.search_managers.name in names:
         return "search"
     if TOOLS.get_manager_schema.name in names:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...charts.tool import CHART
 from ...project.names import clip, split_words
 from ...project.tools import TOOLS
 from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
+from .charting import CHART_REQUEST, chart_args, chart_fields, chart_sentence
 from .conversation import Turn
 from .filters import build_filters
 from .locating import relation_paths, value_probes
@@ -200,7 +202,12 @@ class Planner(QuestionReader):
             return Step(text=problem)
         final = self.turn.rounds.get("final")
         label = label_field(schemas[row])
-        fields = [label, *(name for name in reading.shown if name != label)]
+        fields: list[Any] = [label, *(name for name in reading.shown if name != label)]
+        charting = CHART.name in self.offered and CHART_REQUEST.search(self.question)
+        if charting:
+            fields += [
+                f for f in chart_fields(self.question, self.tokens, schemas[row]) if f not in fields
+            ]
         if final is None:
             args: dict[str, Any] = {"manager": row, "fields": fields}
             if filters:
@@ -214,4 +221,13 @@ class Planner(QuestionReader):
         outcome = final[0]
         if not outcome.ok or not isinstance(outcome.result, dict):
             return Step(text=f"The query on {row} failed: {outcome.error_message}")
-        return Step(text=answer_text(row, outcome.result, filters, label, fields[1:], reading))
+        shown = [name for name in fields[1:] if isinstance(name, str)]
+        text = answer_text(row, outcome.result, filters, label, shown, reading)
+        if charting:
+            drawn = self.turn.rounds.get("chart")
+            if drawn is not None:
+                return Step(text=f"{text} {chart_sentence(drawn[0])}")
+            chart = chart_args(self.question, self.tokens, outcome.result)
+            if chart is not None:
+                return Step(calls=[(CHART.name, chart)])
+        return Step(text=text)

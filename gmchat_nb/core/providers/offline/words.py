@@ -22,7 +22,8 @@ __all__ = [
 ]
 
 # Words that carry no value to look up: question scaffolding, common verbs of the domain and the
-# comparison vocabulary the comparison parser already consumed.
+# comparison vocabulary the comparison parser already consumed, and the words that ask for a chart
+# (charting.py reads those).
 STOPWORDS = frozenset(
     """
     a an the of in on at to for from by with without within into onto via per as and or but nor
@@ -44,6 +45,8 @@ STOPWORDS = frozenset(
     not no non yes true false whether if then so about like kind type types
     data record records row rows entry entries item items detail details info information
     value values one ones thing things
+    plot plots chart charts graph graphs diagram histogram pie draw visualise visualize scatter
+    distribution trend time timeline
     """.split()  # noqa: SIM905
 )
 REFERENCE_WORDS = frozenset({"them", "those", "these", "they", "ones"})
