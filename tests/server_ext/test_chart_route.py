@@ -7,10 +7,12 @@ chart, and with the model's intent exactly the chart the turn journaled; a picke
 the answer's ``error``, as the model would read it; the widget's ``chart_options`` for the same
 table is the same body. Refusals: an unknown or foreign conversation (as the events route), an
 unknown turn, no query result with that id, and parameters the route does not take (400).
+The chart event itself travels in the plain HTTP envelope and a reconnecting WebSocket's replay.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from gmchat_nb import Chat
 from gmchat_nb.core.charts import check_spec
@@ -228,3 +231,29 @@ def test_unknown_ids_are_404_and_bad_parameters_400(server: Server) -> None:
     assert anonymous.status_code == 403
     log = Path(server.log).read_text()
     assert "Uncaught exception" not in log and " 500 GET " not in log
+
+
+def envelope_turn(server: Server, text: str) -> tuple[str, dict[str, Any]]:
+    """A new conversation and the plain HTTP envelope of one turn in it."""
+    created = httpx.post(server.chat_url + "conversations/", json={}, headers=AUTH)
+    conversation = str(created.json()["conversation"]["id"])
+    plain = {"text": text, "conversation_id": conversation}
+    return conversation, httpx.post(server.chat_url, json=plain, headers=AUTH, timeout=30).json()
+
+
+async def test_the_chart_event_travels_in_the_envelope_and_the_websocket_replay(
+    server: Server,
+) -> None:
+    """The plain HTTP envelope carries the turn's chart event; a WebSocket that reconnects
+    after the turn replays it from the journal, the same spec."""
+    conversation, envelope = envelope_turn(server, "Chart copper parts")
+    [drawn] = [event for event in envelope["events"] if event["type"] == "chart"]
+    check_spec(drawn["spec"])
+    assert drawn["evidence_id"] == "copper" and envelope["answer"] == "Charted."
+    url = server.ws_url + f"?conversation_id={conversation}&after=0"
+    replayed: list[dict[str, Any]] = []
+    async with websockets.connect(url, additional_headers=AUTH) as ws:
+        while not replayed or replayed[-1]["type"] != "done":
+            replayed.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+    [again] = [event for event in replayed if event["type"] == "chart"]
+    assert again["spec"] == drawn["spec"] and again["intent"] == drawn["intent"]
