@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
-import json
 import logging
 import math
 import sys
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core.charts import ChartIntent, build_chart, check_spec
 from .core.project.errors import ToolError
-from .core.session.evidence import evidence_code, planned_ids
+from .core.session.evidence import planned_ids, query_code
 
 if TYPE_CHECKING:
     from .core.project.project import QueryOutcome
@@ -314,24 +313,10 @@ class Chart:
                 "cell that re-runs it; chart.spec holds the chart's data."
             )
         outcome, settings = self._query.outcome, self._query.settings
-        variables = outcome.variables or [{}]
-        cell = evidence_code(outcome.document, variables[0], settings)
-        query, shown = cell.rsplit("\n", 1)
-        if shown != "frame":  # evidence_code's cell ends by showing the frame
+        query, shown = query_code(outcome, settings).rsplit("\n", 1)
+        if shown != "frame":  # the evidence cell ends by showing the frame
             raise RuntimeError("unexpected evidence cell")
         lines = [query]
-        plan = outcome.plan
-        if len(variables) > 1 or plan.window_start:
-            more = json.dumps(variables[1:], default=str)
-            lines += [
-                "# the result's other pages, then its window of rows, as the chat read them",
-                "import pandas as pd",
-                f"for page in {more}:",
-                "    frame = pd.concat([frame, await project.frame(DOCUMENT, page)], "
-                "ignore_index=True)",
-                f"frame = frame.iloc[{plan.window_start}:{plan.window_start + plan.limit}]"
-                ".reset_index(drop=True)",
-            ]
         lines += [
             "",
             f"# needs the charts extra: {INSTALL_HINT}",

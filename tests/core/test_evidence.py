@@ -1,7 +1,7 @@
 """A turn's evidence rows (``core/session/evidence.py``), built from journaled events as the
 server's evidence route builds them: the project compiles a stored call again to the document
 and variables ``query`` sent; planned ids, a crash's cut-off step, direct tools, managers the
-project hides and the re-run cell."""
+project hides and the re-run cell (every page a query read, and its window of rows)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from gmchat_nb import demo_project
-from gmchat_nb.core.frames import frame_summary
+from gmchat_nb.core.frames import flatten_row, frame_summary
 from gmchat_nb.core.project import Project
-from gmchat_nb.core.session.evidence import evidence_code, stored_evidence
+from gmchat_nb.core.session.evidence import evidence_code, evidence_row, stored_evidence
 from gmchat_nb.core.settings import ChatSettings
 
 PARTS = {"manager": "Part", "fields": ["name", {"material": ["name"]}], "order_by": ["name"],
@@ -138,3 +138,23 @@ def test_the_cell_never_shows_the_project_urls_password() -> None:
     assert code.startswith("import gmchat_nb\n\n# the project URL's password is not shown")
     plain = evidence_code("query { x }", {}, ChatSettings(project="https://gm.example/graphql"))
     assert "'https://gm.example/graphql'" in plain and "password" not in plain
+
+
+async def test_the_cell_of_a_paged_windowed_query_gives_the_rows_the_chat_read() -> None:
+    """A query read in two pages whose rows start inside the first (``offset``) and stop short
+    of the last (``limit``): the cell reads every page and cuts the same window."""
+    project = demo_project()
+    try:
+        args = {"manager": "PurchaseOrder", "fields": ["number", "quantity"],
+                "order_by": ["number"], "limit": 5, "offset": 3}  # fmt: skip
+        outcome = await project.query(**args)
+        assert len(outcome.variables) == 2 and outcome.plan.window_start  # two pages, a window
+        code = evidence_row("c1", outcome, SETTINGS)["code"]
+        namespace: dict[str, Any] = {}
+        body = "\n".join(f"    {line}" for line in code.splitlines()[:-1])
+        exec(f"async def cell():\n{body}\n    return frame", namespace)
+        frame = await namespace["cell"]()
+        assert frame.to_dict("records") == [flatten_row(row) for row in outcome.rows]
+        assert [row["number"] for row in outcome.rows] == [f"PO-100{n}" for n in range(4, 9)]
+    finally:
+        await project.aclose()

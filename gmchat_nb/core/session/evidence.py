@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..dsn import without_password
@@ -24,14 +24,31 @@ from ..project.targets import demo_name
 from ..project.tools import DIRECT_PREFIX, TOOLS, direct_tool_name
 from ..settings import ChatSettings
 
-__all__ = ["evidence_code", "evidence_row", "planned_ids", "stored_evidence", "surviving_events"]
+__all__ = [
+    "evidence_code",
+    "evidence_row",
+    "planned_ids",
+    "query_code",
+    "stored_evidence",
+    "surviving_events",
+]
 
 log = logging.getLogger(__name__)
 
 
-def evidence_code(document: str, variables: Mapping[str, Any], settings: ChatSettings) -> str:
+def evidence_code(
+    document: str,
+    variables: Mapping[str, Any],
+    settings: ChatSettings,
+    *,
+    pages: Sequence[Mapping[str, Any]] = (),
+    window: tuple[int, int] | None = None,
+) -> str:
     """A notebook cell that re-runs exactly this query (``document`` with ``variables``) on the
-    settings' project and shows its DataFrame (the widget's "Copy as code")."""
+    settings' project and shows its DataFrame (the widget's "Copy as code"). A query the chat
+    read in several pages gives the other pages' variables (``pages``), and one whose rows are a
+    window of what the pages hold (an offset inside a page, a limit short of the last page) its
+    ``window`` (start, end): the cell then reads every page and cuts the same rows."""
     target = settings.project
     demo = demo_name(target)
     if demo is not None:
@@ -50,8 +67,36 @@ def evidence_code(document: str, variables: Mapping[str, Any], settings: ChatSet
         f"DOCUMENT = {json.dumps(document)}\n"
         f"VARIABLES = {json.dumps(dict(variables), default=str)}\n"
         "frame = await project.frame(DOCUMENT, VARIABLES)\n"
+        f"{_more_pages(pages, window)}"
         "frame"
     )
+
+
+def _more_pages(pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | None) -> str:
+    """The cell's lines that read the query's other pages and cut its window of rows."""
+    if not pages and window is None:
+        return ""
+    lines = ["# the query's other pages, then its window of rows, as the chat read them"]
+    if pages:
+        more = json.dumps([dict(page) for page in pages], default=str)
+        lines += [
+            "import pandas as pd",
+            f"for page in {more}:",
+            "    more = await project.frame(DOCUMENT, page)",
+            "    frame = pd.concat([frame, more], ignore_index=True)",
+        ]
+    if window is not None:
+        lines.append(f"frame = frame.iloc[{window[0]}:{window[1]}].reset_index(drop=True)")
+    return "\n".join(lines) + "\n"
+
+
+def query_code(outcome: QueryOutcome, settings: ChatSettings) -> str:
+    """:func:`evidence_code` for a query's outcome: every page it read, and its window."""
+    first, *pages = outcome.variables or [{}]
+    plan = outcome.plan
+    paged = len(outcome.variables) > 1 or plan.window_start
+    window = (plan.window_start, plan.window_start + plan.limit) if paged else None
+    return evidence_code(outcome.document, first, settings, pages=pages, window=window)
 
 
 def evidence_row(
@@ -73,7 +118,7 @@ def evidence_row(
         "complete": outcome.complete,
         "document": outcome.document,
         "variables": first,
-        "code": evidence_code(outcome.document, first, settings),
+        "code": query_code(outcome, settings),
         **(planned or {}),
     }
 
