@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd
 from machine import describe  # bench/ is on sys.path when run
+from widget import CountingComm  # bench/widget.py: the widget's comm, counted
 
 from gmchat_nb import Chat
 from gmchat_nb.charts import Chart, chart_spec
@@ -57,28 +58,18 @@ INTENTS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-class RecordingComm:
+class RecordingComm(CountingComm):
     """The front end's place: keeps the JSON size of every message by type."""
 
-    kernel = object()
-    comm_id = "bench"
-
     def __init__(self) -> None:
+        super().__init__()
         self.sizes: dict[str, list[int]] = {}
 
     def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        super().send(data, metadata, buffers)
         message = data.get("content") if isinstance(data, dict) else None  # a custom message
         kind = message.get("type") if isinstance(message, dict) else None
         self.sizes.setdefault(str(kind), []).append(len(json.dumps(message, default=str)))
-
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def on_msg(self, callback: Any) -> None:
-        pass
-
-    def on_close(self, callback: Any) -> None:
-        pass
 
 
 def readings(rows: int) -> Project:

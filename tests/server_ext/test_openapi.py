@@ -1008,6 +1008,18 @@ def test_a_running_turn_is_busy_everywhere_and_cancelled(slow: Server) -> None:
     assert validated(post(url, {"command_id": "stop-2"}), CANCEL)["result"] == "too_late"
 
 
+def queried_turn(server: Server, prefix: str) -> tuple[str, str, dict[str, Any]]:
+    """A new conversation's durable turn that listed the parts, followed to its end: the
+    conversation, the turn and its query's journaled tool_result."""
+    conversation = new_conversation(server)
+    turn_id = f"{prefix}-{uuid.uuid4().hex}"
+    validated(admit(server, conversation, turn_id, "List the parts"), TURNS)
+    frames = journal(server, conversation)
+    [result] = [f["data"] for f in frames if f["data"]["type"] == "tool_result" and "frame" in
+                f["data"]]  # fmt: skip
+    return conversation, turn_id, result
+
+
 def evidence_url(server: Server, conversation_id: str, turn_id: str) -> str:
     return server.chat_url + f"conversations/{conversation_id}/turns/{turn_id}/evidence"
 
@@ -1015,12 +1027,7 @@ def evidence_url(server: Server, conversation_id: str, turn_id: str) -> str:
 def test_turn_evidence(guarded: Server) -> None:
     """A durable turn's queries as evidence (the loop guard answered the repeats, so one ran),
     a turn that queried nothing, and the refusals."""
-    conversation = new_conversation(guarded)
-    turn_id = f"evidence-{uuid.uuid4().hex}"
-    validated(admit(guarded, conversation, turn_id, "List the parts"), TURNS)
-    frames = journal(guarded, conversation)
-    [result] = [f["data"] for f in frames if f["data"]["type"] == "tool_result" and "frame" in
-                f["data"]]  # fmt: skip
+    conversation, turn_id, result = queried_turn(guarded, "evidence")
     url = evidence_url(guarded, conversation, turn_id)
     body = validated(httpx.get(url, headers=AUTH), EVIDENCE, valid_request=True)
     [row] = body["evidence"]
@@ -1059,12 +1066,7 @@ def chart_url(server: Server, conversation_id: str, turn_id: str) -> str:
 def test_turn_chart(guarded: Server) -> None:
     """A durable turn's query result charted: the suggested chart, a picked one that cannot be
     drawn (a 200 with its error), and the refusals."""
-    conversation = new_conversation(guarded)
-    turn_id = f"chart-{uuid.uuid4().hex}"
-    validated(admit(guarded, conversation, turn_id, "List the parts"), TURNS)
-    frames = journal(guarded, conversation)
-    [result] = [f["data"] for f in frames if f["data"]["type"] == "tool_result" and "frame" in
-                f["data"]]  # fmt: skip
+    conversation, turn_id, result = queried_turn(guarded, "chart")
     url = chart_url(guarded, conversation, turn_id)
 
     def get(**params: str) -> httpx.Response:
