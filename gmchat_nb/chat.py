@@ -9,6 +9,9 @@ Every turn's events stream through :meth:`Chat.stream` (the widget and the serve
 successful query, its charts and an evidence table that says where every number came from. A
 notebook shows a ``Chat`` as its chat panel: :mod:`gmchat_nb.widget` tells IPython how (the
 widget is a view on the chat, so it knows the chat and the chat does not know it).
+
+Over 400 lines: the two classes of the notebook API, :class:`Turn` and :class:`Chat`, read the
+same events and belong together.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .core.session import (
     open_store,
 )
 from .core.session.messages import text_refusal
+from .core.session.usage import conversation_usage
 from .core.settings import ChatSettings, load_settings
 from .core.store import Admission, ChatStore, TurnConflict
 from .core.store.records import FINAL_TURN_STATES
@@ -83,9 +87,16 @@ class Turn:
 
     @property
     def usage(self) -> dict[str, int]:
-        """Tokens the turn used."""
+        """Tokens the turn used (``cost["tokens"]`` counts cached and reasoning tokens too)."""
         done = next((e for e in self.events if e["type"] == "done"), None)
         return dict(done["usage"]) if done else {"input_tokens": 0, "output_tokens": 0}
+
+    @property
+    def cost(self) -> dict[str, Any] | None:
+        """What the turn's model requests cost (``done.cost``: ``usd``, ``None`` when a price is
+        unknown; sources, tokens, models, context), or ``None`` before it ends."""
+        done = next((e for e in self.events if e["type"] == "done"), None)
+        return dict(done["cost"]) if done and done.get("cost") else None
 
     @property
     def pending_confirmation(self) -> dict[str, Any] | None:
@@ -302,6 +313,12 @@ class Chat:
         return [
             entry.frame() for entry in session.store.journal_since(session.conversation_id, after)
         ]
+
+    async def usage(self) -> dict[str, Any]:
+        """The current conversation's usage: every model request's tokens, latency and cost
+        summed (``cost_usd`` ``None`` when one price is unknown), and per provider."""
+        session = await self.session()
+        return conversation_usage(session.store, session.conversation_id)
 
     def ask_sync(self, text: str) -> Turn:
         """:meth:`ask` for scripts (not inside a running event loop: use ``await chat.ask``)."""

@@ -31,6 +31,7 @@ PAGES = (
     "project",
     "chat-api",
     "charts",
+    "cost",
     "server",
     "providers",
     "evals",
@@ -73,6 +74,8 @@ PRINTS = {
     "8891/gmchat/chat/conversations/$C/events": '"turn_id": "hub-0001"',
     "/turns/turn-0001/cancel": '"result": "too_late"',
     '--provider "local:': '] query {"manager": ',
+    "--dataset charts --max-cost": "  offline: $0.00, 0 tokens: within",
+    "--dataset basic_queries --max-cost": "OVER (cost could not be priced",
 }
 # The hub example's database is the tests' PostgreSQL server (a fresh schema of it).
 README_DATABASE = "postgresql://chat:secret@db.internal:5432/gmchat"

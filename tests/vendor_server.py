@@ -125,10 +125,26 @@ class Reply:
     - `finish`: "stop", "tool_calls" or "length" (truncated); None (the default) means "tool_calls"
       when there are tool calls, else "stop". Mapped to openai `finish_reason` stop/tool_calls/length,
       anthropic `stop_reason` end_turn/tool_use/max_tokens, ollama `done_reason` stop/stop/length.
-    - `usage`: (input_tokens, output_tokens). openai: a usage chunk (`choices: []`), only when the
-      request asked `stream_options.include_usage` (always in non-streaming answers); anthropic:
-      `message_start` input_tokens and `message_delta` output_tokens; ollama: `prompt_eval_count` /
+    - `usage`: (input_tokens, output_tokens) as the vendor's wire counts them. openai:
+      `prompt_tokens` (cached tokens included) / `completion_tokens` in a usage chunk
+      (`choices: []`), only when the request asked `stream_options.include_usage` (always in
+      non-streaming answers); anthropic: `input_tokens` (the uncached part only) in
+      `message_start` and `output_tokens` in `message_delta`; ollama: `prompt_eval_count` /
       `eval_count` on the done line.
+    - `cache_read`, `cache_write`, `reasoning`: the cache and reasoning counts, each sent only when
+      not 0 (so answers without them stay as they were). openai: `prompt_tokens_details`'
+      `cached_tokens` / `cache_write_tokens`, `completion_tokens_details.reasoning_tokens`;
+      anthropic: `cache_read_input_tokens` / `cache_creation_input_tokens` (`message_start` and
+      whole answers), `output_tokens_details.thinking_tokens` (`message_delta` and whole answers).
+      Ollama's wire has none of them.
+    - `usage_fields`: keys set verbatim in the usage the vendor sends, after everything above (a
+      None value is sent as null): openai's `usage` object, anthropic's `message_start` usage and
+      a whole answer's `usage`, ollama's done line (e.g. `{"prompt_tokens_details": None}`).
+    - `delta_usage`: anthropic only: keys set verbatim in `message_delta`'s usage (newer APIs
+      repeat the cumulative input and cache counts there).
+    - `no_usage`: report no usage at all: openai sends no usage chunk (even when asked) and no
+      `usage` in a whole answer; anthropic leaves `usage` out of `message_start`,
+      `message_delta` and whole answers; ollama's done line has no counts.
     - `error_after`: send this many stream events, then a vendor error mid-stream and end the body.
       Non-streaming requests get an HTTP 500 in the vendor's error shape instead.
     - `cut_after`: send this many stream events, then drop the connection without ending the body
@@ -153,6 +169,12 @@ class Reply:
     tool_calls: list[ToolCallSpec] = field(default_factory=list)
     finish: Finish | None = None
     usage: tuple[int, int] = (0, 0)
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    usage_fields: dict[str, Any] = field(default_factory=dict)
+    delta_usage: dict[str, Any] = field(default_factory=dict)
+    no_usage: bool = False
     error_after: int | None = None
     cut_after: int | None = None
     stall_after: int | None = None
@@ -475,7 +497,7 @@ class VendorServer:
                 )
         events.append(chunk({}, _OPENAI_FINISH[reply.finish_reason]))
         options = body.get("stream_options") or {}
-        if isinstance(options, dict) and options.get("include_usage"):
+        if isinstance(options, dict) and options.get("include_usage") and not reply.no_usage:
             events.append(_sse({**head, "choices": [], "usage": _openai_usage(reply)}))
         events.append(b"data: [DONE]\n\n")
         return events
@@ -491,7 +513,7 @@ class VendorServer:
                 }
                 for call, call_id in zip(reply.tool_calls, self._openai_ids(reply), strict=True)
             ]
-        return {
+        document = {
             "id": f"chatcmpl-{next(self._message_ids)}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -504,8 +526,10 @@ class VendorServer:
                     "finish_reason": _OPENAI_FINISH[reply.finish_reason],
                 }
             ],
-            "usage": _openai_usage(reply),
         }
+        if not reply.no_usage:
+            document["usage"] = _openai_usage(reply)
+        return document
 
     # -- anthropic -------------------------------------------------------------------------------
 
@@ -545,8 +569,9 @@ class VendorServer:
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.usage[0], "output_tokens": 0},
         }
+        if not reply.no_usage:
+            message["usage"] = _anthropic_usage(reply, output=0, details=False)
         events = [event("message_start", message=message)]
         index = 0
         if reply.chunks or not reply.tool_calls:
@@ -569,13 +594,15 @@ class VendorServer:
                 events.append(event("content_block_delta", index=index, delta=delta))
             events.append(event("content_block_stop", index=index))
             index += 1
-        events.append(
-            event(
-                "message_delta",
-                delta={"stop_reason": _ANTHROPIC_STOP[reply.finish_reason], "stop_sequence": None},
-                usage={"output_tokens": reply.usage[1]},
-            )
-        )
+        ending: dict[str, Any] = {
+            "delta": {"stop_reason": _ANTHROPIC_STOP[reply.finish_reason], "stop_sequence": None}
+        }
+        if not reply.no_usage:
+            usage: dict[str, Any] = {"output_tokens": reply.usage[1]}
+            if reply.reasoning:
+                usage["output_tokens_details"] = {"thinking_tokens": reply.reasoning}
+            ending["usage"] = {**usage, **reply.delta_usage}
+        events.append(event("message_delta", **ending))
         events.append(event("message_stop"))
         return events
 
@@ -595,16 +622,24 @@ class VendorServer:
                     "input": call.arguments_value(),
                 }
             )
-        return {
+        return self._anthropic_message(body, reply, content, _ANTHROPIC_STOP[reply.finish_reason])
+
+    def _anthropic_message(
+        self, body: dict[str, Any], reply: Reply, content: list[dict[str, Any]], stop: str
+    ) -> dict[str, Any]:
+        """A whole (non-streamed) message, with its usage unless the reply reports none."""
+        message = {
             "id": f"msg_{next(self._message_ids)}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", "unknown"),
             "content": content,
-            "stop_reason": _ANTHROPIC_STOP[reply.finish_reason],
+            "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1]},
         }
+        if not reply.no_usage:
+            message["usage"] = _anthropic_usage(reply, output=reply.usage[1], details=True)
+        return message
 
     def _anthropic_forced(self, body: dict[str, Any], reply: Reply, name: str) -> dict[str, Any]:
         """The answer to a forced tool: one `tool_use` block of that tool, as the API sends it
@@ -616,16 +651,7 @@ class VendorServer:
             "input": reply.structured,
         }
         stop = "max_tokens" if reply.finish_reason == "length" else "tool_use"
-        return {
-            "id": f"msg_{next(self._message_ids)}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "unknown"),
-            "content": [block],
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1]},
-        }
+        return self._anthropic_message(body, reply, [block], stop)
 
     # -- ollama ----------------------------------------------------------------------------------
 
@@ -658,7 +684,7 @@ class VendorServer:
 
     @staticmethod
     def _ollama_done(reply: Reply) -> dict[str, Any]:
-        return {
+        done: dict[str, Any] = {
             "done": True,
             "done_reason": _OLLAMA_DONE[reply.finish_reason],
             "total_duration": 1_000_000,
@@ -668,6 +694,10 @@ class VendorServer:
             "eval_count": reply.usage[1],
             "eval_duration": 1_000,
         }
+        if reply.no_usage:
+            del done["prompt_eval_count"], done["eval_count"]
+            return done
+        return {**done, **reply.usage_fields}
 
     def _ollama_events(self, body: dict[str, Any], reply: Reply) -> list[Event]:
         events = [_ndjson(self._ollama_line(body, {"content": text})) for text in reply.chunks]
@@ -685,13 +715,39 @@ class VendorServer:
         return {**self._ollama_line(body, message), **self._ollama_done(reply)}
 
 
-def _openai_usage(reply: Reply) -> dict[str, int]:
+def _openai_usage(reply: Reply) -> dict[str, Any]:
     prompt, completion = reply.usage
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    cached = {
+        name: count
+        for name, count in (
+            ("cached_tokens", reply.cache_read),
+            ("cache_write_tokens", reply.cache_write),
+        )
+        if count
+    }
+    if cached:
+        usage["prompt_tokens_details"] = cached
+    if reply.reasoning:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning}
+    return {**usage, **reply.usage_fields}
+
+
+def _anthropic_usage(reply: Reply, *, output: int, details: bool) -> dict[str, Any]:
+    """Anthropic's usage object: `input_tokens` is the uncached part; the cache counts when set;
+    the thinking tokens (`details`: a whole answer's usage) when set."""
+    usage: dict[str, Any] = {"input_tokens": reply.usage[0], "output_tokens": output}
+    if reply.cache_read:
+        usage["cache_read_input_tokens"] = reply.cache_read
+    if reply.cache_write:
+        usage["cache_creation_input_tokens"] = reply.cache_write
+    if details and reply.reasoning:
+        usage["output_tokens_details"] = {"thinking_tokens": reply.reasoning}
+    return {**usage, **reply.usage_fields}
 
 
 def _sse(data: dict[str, Any], event: str | None = None) -> Event:

@@ -28,6 +28,7 @@ import {
 import type { TableView } from "./table";
 import type { Transport } from "./transport/transport";
 import { type TurnHost, TurnView } from "./turn";
+import { UsageHeader } from "./usage";
 
 const PIN_SLACK_PX = 32;
 
@@ -74,6 +75,7 @@ export class ChatView implements TurnHost {
   private readonly stopWatching: (() => void) | null;
   private readonly projectEl: HTMLSpanElement;
   private readonly providerEl: HTMLSpanElement;
+  private readonly usage = new UsageHeader();
   private readonly picker: ConversationPicker;
   private readonly log: HTMLDivElement;
   private readonly empty: HTMLDivElement;
@@ -132,7 +134,10 @@ export class ChatView implements TurnHost {
       { cls: "gmchat", testid: "gmchat-root", attrs: { "data-lm-suppress-shortcuts": "true", "data-busy": "false" } },
       [
         h("div", { cls: "gmchat-header" }, [
-          h("div", { cls: "gmchat-title" }, [h("span", { cls: "gmchat-brand", text: "gmchat" }), this.projectEl, this.providerEl]),
+          h("div", { cls: "gmchat-header-main" }, [
+            h("div", { cls: "gmchat-title" }, [h("span", { cls: "gmchat-brand", text: "gmchat" }), this.projectEl, this.providerEl]),
+            this.usage.el,
+          ]),
           h("div", { cls: "gmchat-controls" }, [
             button("New", { testid: "gmchat-new", aria: "New conversation", onClick: () => this.send({ type: "new_conversation" }) }),
             this.picker.el,
@@ -211,8 +216,10 @@ export class ChatView implements TurnHost {
         this.setBusy(true);
         break;
       case "events": {
+        const events: unknown[] = Array.isArray(msg.events) ? msg.events : [];
         const turn = this.turnFor(msg.turn);
-        if (turn) turn.applyEvents(Array.isArray(msg.events) ? msg.events : []);
+        if (turn) turn.applyEvents(events);
+        if (events.some((e) => Boolean(e) && (e as { type?: unknown }).type === "done")) this.updateUsage();
         break;
       }
       case "table":
@@ -221,6 +228,7 @@ export class ChatView implements TurnHost {
       case "turn_end":
         if (isRecord(msg.turn)) this.syncTurn({ ...msg.turn, running: false });
         this.setBusy(false);
+        this.updateUsage();
         // This view saw the whole turn live: it is complete through the turn's cursor.
         this.setCursor(cursorOf(msg.cursor));
         break;
@@ -261,6 +269,7 @@ export class ChatView implements TurnHost {
     this.picker.apply(snapshot.conversations, conversation);
     this.updateEmpty();
     this.records = new Map(records.filter(isRecord).map((r, i) => [indexOf(r, i), r]));
+    this.updateUsage();
     this.restored = null;
     this.noteSync("snapshot");
     this.setCursor(cursorOf(snapshot.cursor));
@@ -304,6 +313,7 @@ export class ChatView implements TurnHost {
     this.setBusy(Boolean(replay.busy));
     this.picker.apply(replay.conversations, this.conversationId);
     this.updateEmpty();
+    this.updateUsage();
     this.noteSync("replay");
     this.setCursor(cursorOf(replay.cursor));
   }
@@ -364,6 +374,11 @@ export class ChatView implements TurnHost {
     if (after) this.log.insertBefore(turn.el, after.el);
     else this.log.append(turn.el);
     this.updateEmpty();
+  }
+
+  /** The header's cost and context gauge, from the turn records (what a reload restores too). */
+  private updateUsage(): void {
+    this.usage.update([...this.records].map(([index, record]) => ({ ...record, index })));
   }
 
   private updateEmpty(): void {

@@ -121,10 +121,27 @@ export interface Orchestration {
   requests?: Record<string, unknown> | null;
 }
 
+/** What a turn's model requests cost and carried (the `done` event's `cost`, gmchat_nb's addition). */
+export interface Cost {
+  /** null: a request's price is unknown (shown as "—", never 0) */
+  usd?: number | null;
+  currency?: string;
+  /** where the prices came from: `genai-prices X.Y.Z`, `override`, `local`, `offline`, `scripted`, `unknown` */
+  sources?: string[];
+  unpriced?: number;
+  requests?: number;
+  tokens?: Record<string, number>;
+  estimated?: boolean;
+  models?: string[];
+  /** the context the next request carries: its tokens, the model's window, their share */
+  context?: { tokens?: number; window?: number | null; share?: number | null } | null;
+}
+
 export interface DoneEvent extends EventBase {
   type: "done";
   usage?: Usage | null;
   orchestration?: Orchestration | null;
+  cost?: Cost | null;
 }
 
 /** An error: the `error` event of a turn, a turn record's `error`, or a kernel `error` message. */

@@ -33,6 +33,21 @@ export { isServerMessage } from "./protocol";
 export { ChartView, DENIED_KEYS, MARK_TYPES, SCHEMA, chartDataTable, checkSpec } from "./chart";
 export { ChartPicker } from "./chart-picker";
 export { EVENT_RENDERERS } from "./turn";
+export {
+  CONTEXT_ERROR,
+  CONTEXT_WARNING,
+  UsageHeader,
+  contextState,
+  contextText,
+  costDetails,
+  costOf,
+  formatUsd,
+  isFree,
+  percent,
+  recordCost,
+  sumCosts,
+  usageSummary,
+} from "./usage";
 export { ChatView, CommTransport };
 
 /** How long a view waits for the kernel to send the chart library. */

@@ -234,12 +234,16 @@ class Done(_Event):
     ``gates`` are the completion gates' verdicts on the answer (``[{name, passed, details}]``,
     when any gate is on) and ``guards`` what the loop guard and the injection scorer did
     (``{"repeats", "refusals", "requests", "tool_calls", "stopped_by", "flagged"}``, when
-    anything happened).
+    anything happened). ``cost`` (gmchat_nb's addition, when a model was asked) is what the
+    turn's model requests cost and carried: ``usd`` (``None`` when a price is unknown), the
+    price ``sources`` (``genai-prices X.Y.Z``, ``override``, ``local``, ...), ``tokens`` of each
+    kind, the ``models`` and the ``context`` the next request carries (``tokens``, the model's
+    ``window``, their ``share``); see :mod:`gmchat_nb.core.providers.pricing`.
     """
 
     type: ClassVar[str] = "done"
     _optional: ClassVar[frozenset[str]] = frozenset(
-        {"orchestration", "attempts", "fallbacks", "gates", "guards"}
+        {"orchestration", "attempts", "fallbacks", "gates", "guards", "cost"}
     )
     usage: dict[str, int]
     orchestration: dict[str, Any] | None = None
@@ -247,6 +251,7 @@ class Done(_Event):
     fallbacks: list[dict[str, str]] | None = None
     gates: list[dict[str, Any]] | None = None
     guards: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Per-actor budgets for requests and tokens over a sliding window.
+"""Per-actor budgets for requests, tokens and cost over a sliding window.
 
 GeneralManager counts in fixed cache windows and always answers ``retry_after_seconds`` with the
 full window. Here every request and every provider usage is a timestamped row in the store, a
@@ -22,8 +22,10 @@ from .providers.base import TokenUsage
 
 __all__ = ["COUNTERS", "RateDecision", "RateLimiter", "UsageStore", "decide"]
 
-COUNTERS: Final = ("requests", "tokens", "input_tokens", "output_tokens")
-"""The counters a budget can be set for; ``tokens`` is input plus output."""
+COUNTERS: Final = ("requests", "tokens", "input_tokens", "output_tokens", "cost_microusd")
+"""The counters a budget can be set for; ``tokens`` is input plus output; ``cost_microusd`` is
+the priced cost of model requests in millionths of a USD (``rate_limit.cost`` in USD)."""
+MICRO: Final = 1_000_000
 
 _DEFAULTS: Final[dict[str, Any]] = {
     "requests": 60,
@@ -31,6 +33,7 @@ _DEFAULTS: Final[dict[str, Any]] = {
     "tokens": None,
     "input_tokens": None,
     "output_tokens": None,
+    "cost": None,
 }
 
 
@@ -75,7 +78,8 @@ class RateLimiter:
     """Budgets per actor over a sliding window of ``window_seconds``, counted in ``store``.
 
     ``requests`` limits user messages (:meth:`admit_request`); ``tokens``, ``input_tokens`` and
-    ``output_tokens`` limit provider usage (:meth:`record_usage`). A positive integer is a budget;
+    ``output_tokens`` limit provider usage (:meth:`record_usage`), ``cost`` (USD) its price
+    (:meth:`cost_amounts`). A positive integer is a budget;
     ``None``, zero or a negative number means no budget for that counter. ``clock`` gives the
     current time in seconds (inject one in tests).
 
@@ -92,6 +96,7 @@ class RateLimiter:
         tokens: int | None = None,
         input_tokens: int | None = None,
         output_tokens: int | None = None,
+        cost: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if (
@@ -111,6 +116,7 @@ class RateLimiter:
             "tokens": _budget("tokens", tokens),
             "input_tokens": _budget("input_tokens", input_tokens),
             "output_tokens": _budget("output_tokens", output_tokens),
+            "cost_microusd": cost_micro(cost) if cost is not None and cost > 0 else None,
         }
         self._budgets: dict[str, int] = {
             name: limit for name, limit in budgets.items() if limit is not None
@@ -178,6 +184,13 @@ class RateLimiter:
         }
         return {name: n for name, n in amounts.items() if n > 0}
 
+    @staticmethod
+    def cost_amounts(usd: float | None) -> dict[str, int]:
+        """What one priced request adds to the cost counter (nothing when its price is
+        unknown or nothing)."""
+        micro = cost_micro(usd) if usd is not None else 0
+        return {"cost_microusd": micro} if micro > 0 else {}
+
     def _admit(
         self, actor_id: str, amounts: Mapping[str, int], limits: Mapping[str, int]
     ) -> RateDecision:
@@ -187,6 +200,11 @@ class RateLimiter:
             actor_id, amounts, limits=limits, window_seconds=self.window_seconds, now=now
         )
         return decide(below_at, now)
+
+
+def cost_micro(usd: float) -> int:
+    """USD as whole millionths (rounded up: a budget is never passed by rounding)."""
+    return math.ceil(round(float(usd) * MICRO, 6))
 
 
 def decide(below_at: Mapping[str, float], now: float) -> RateDecision:

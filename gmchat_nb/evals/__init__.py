@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from .api import EvalResults, compare, compare_async, run, run_async, select_cases
+from .costs import money_text
 from .dataset import Case, DatasetError, load_dataset, parse_cases
 from .judges import Verdict
 from .runner import CaseResult, ResultCallback
@@ -22,6 +23,7 @@ __all__ = [
     "compare",
     "compare_async",
     "load_dataset",
+    "money_text",
     "parse_cases",
     "run",
     "run_async",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .costs import UNKNOWN, cost_frame, money_text, run_budget_problems
 from .dataset import Case, DatasetError, load_dataset, parse_cases, resolve_datasets
 from .html_report import html_report, write_html_report
 from .report import (
@@ -61,6 +62,23 @@ class EvalResults:
         """One row per (provider, case): status, cost, failure category, provider note, turns,
         the calls the project accepted and whether a query named the expected manager."""
         return case_frame(self.results)
+
+    @property
+    def costs(self) -> pd.DataFrame:
+        """One row per provider: cases, passed, tokens, ``cost_usd`` and
+        ``cost_per_passed_case`` (NaN where reports show "—": a cost that could not be priced,
+        or no case passed), the unpriced cases, seconds and price sources."""
+        return cost_frame(self.results)
+
+    def over_budget(
+        self, max_cost_usd: float | None = None, max_tokens: int | None = None
+    ) -> list[str]:
+        """Each provider's run over a budget, one text each (empty when every run stayed
+        within): tokens are input plus output, and a cost that could not be priced fails a cost
+        budget. A case's own ``budget`` is its ``Budget`` verdict instead."""
+        return run_budget_problems(
+            self.results, self.providers, max_cost_usd=max_cost_usd, max_tokens=max_tokens
+        )
 
     @property
     def figures(self) -> pd.DataFrame:
@@ -127,9 +145,48 @@ class EvalResults:
         axes.set_ylabel("")
         return axes
 
+    def plot_cost(self, **kwargs: Any) -> Any:
+        """Tokens and cost per passed case, a bar per provider side by side (needs matplotlib).
+
+        Each bar is labelled with its value; a cost that could not be priced, or a provider
+        that passed no case, has no bar and reads "— (not priced)" or "— (no case passed)".
+        ``kwargs`` go to
+        ``matplotlib.pyplot.subplots``. Returns the two Axes.
+        """
+        if importlib.util.find_spec("matplotlib") is None:
+            raise ImportError(
+                "EvalResults.plot_cost() needs matplotlib: pip install 'gmchat_nb[plot]'"
+            )
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        frame = self.costs.set_index("provider").reindex(self.providers[::-1])  # first on top
+        passed = frame["passed"].where(frame["passed"] > 0)
+        panels = (
+            ("tokens per passed case", frame["tokens"] / passed, _count_text),
+            ("cost per passed case (USD)", frame["cost_per_passed_case"], money_text),
+        )
+        size = (10, 1.2 + 0.5 * len(frame))
+        _, axes = plt.subplots(1, 2, sharey=True, **{"figsize": size, "layout": "tight", **kwargs})
+        for ax, (title, values, text) in zip(axes, panels, strict=True):
+            numbers = [None if pd.isna(v) else float(v) for v in values]
+            ax.barh(list(frame.index), [v or 0.0 for v in numbers])
+            for row, (value, wins) in enumerate(zip(numbers, frame["passed"], strict=True)):
+                why = "no case passed" if not wins else "not priced"
+                label = f"{UNKNOWN} ({why})" if value is None else text(value)
+                ax.text(value or 0.0, row, f" {label}", va="center")
+            top = max((v for v in numbers if v is not None), default=0.0)
+            ax.set_xlim(0, top * 1.4 or 1.0)  # room for the labels; 0..1 when all are 0
+            ax.set_title(title)
+        return axes
+
     def __repr__(self) -> str:
         # without timings: a notebook cell showing the results stays the same from run to run
         return self.report(timings=False)
+
+
+def _count_text(value: float) -> str:
+    return f"{value:,.0f}"
 
 
 def select_cases(
@@ -170,6 +227,7 @@ async def compare_async(
     provider_config: Mapping[str, Any] | None = None,
     on_result: ResultCallback | None = None,
     strategy: str | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> EvalResults:
     """Run the selected cases against every provider (see :func:`compare`)."""
     cases = select_cases(dataset, tier=tier, tags=tags)
@@ -185,6 +243,7 @@ async def compare_async(
         exposed=exposed,
         on_result=on_result,
         strategy=strategy,
+        prices=prices,
     )
     labels = list(dict.fromkeys(r.provider for r in results)) or [str(p) for p in providers]
     return EvalResults(results, labels)
@@ -217,8 +276,10 @@ def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalR
     Options: ``tier``, ``tags``, ``concurrency`` (4), ``model``, ``project`` (a demo name or a
     GraphQL URL for every case), ``exposed`` (the managers the chat may see there),
     ``provider_config``, ``strategy`` (``"legacy"``, the default, or ``"planned"``: planned
-    orchestration; a case's own ``strategy`` key wins), and ``on_result`` (called with each
-    :class:`CaseResult` as its case finishes, e.g. to drive a progress bar).
+    orchestration; a case's own ``strategy`` key wins), ``prices`` (the chat's ``prices``
+    setting, ``{label or model: {input, output, ...}}`` in USD per million tokens: what the
+    turns' costs use where genai-prices has no price, or another one) and ``on_result`` (called
+    with each :class:`CaseResult` as its case finishes, e.g. to drive a progress bar).
     """
     return _sync(run_async(dataset, provider, **options))  # type: ignore[no-any-return]
 

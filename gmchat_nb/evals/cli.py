@@ -3,11 +3,14 @@
 Exit status:
 
 * 0 -- every selected case that could be scored passed (the report says how many were unscored);
-* 1 -- a case failed, or a provider could not score a single case (unscored: it could not be
-  reached, or the chat failed around it); stderr says which;
-* 2 -- the run could not start: bad options (a ``--provider-config`` that is not KEY=VALUE), an
-  unknown dataset, an empty selection, a provider spec that cannot be constructed with its
-  settings, a ``--project`` that cannot be opened, or an output file that cannot be written.
+* 1 -- a case failed (its own ``budget`` included), a provider could not score a single case
+  (unscored: it could not be reached, or the chat failed around it), or a provider's run went
+  over ``--max-cost`` or ``--max-tokens`` (a cost that could not be priced fails ``--max-cost``);
+  stderr says which (the budget, by how much, the provider and the case);
+* 2 -- the run could not start: bad options (a ``--provider-config`` that is not KEY=VALUE, a
+  negative budget, a ``--prices`` file that is not the ``prices`` setting), an unknown dataset,
+  an empty selection, a provider spec that cannot be constructed with its settings, a
+  ``--project`` that cannot be opened, or an output file that cannot be written.
 
 The report goes to stdout. On a terminal, a progress bar over the cases goes to stderr; it is left
 out when stderr is not a terminal (CI logs, pipes, tests).
@@ -19,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+BUDGET_OPTIONS = ("--max-cost", "--max-tokens")  # the run budgets, as messages name them
 
 
 # GeneralManager's --fixture names -> our demos that hold the same managers and rows, GM-shaped
@@ -98,6 +103,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-html", metavar="PATH", help="also write the report as a self-contained HTML file"
     )
     parser.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="fail (exit 1) when a provider's run of the cases costs more than USD; a cost that "
+        "could not be priced fails it too",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="fail (exit 1) when a provider's run of the cases uses more than N tokens (input "
+        "and output)",
+    )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a YAML mapping of provider labels or model names to {input, output, cache_read, "
+        "cache_write} in USD per million tokens (the chat's prices setting): a price where "
+        "genai-prices has none, or another one",
+    )
+    parser.add_argument(
         "--record-to",
         metavar="PATH",
         help="record --provider's responses into this cassette; replay it later with "
@@ -160,6 +186,62 @@ def _progress(total: int) -> tuple[Callable[[CaseResult], None], Callable[[], No
     return update, bar.close
 
 
+def _budgets(args: argparse.Namespace) -> str | None:
+    """The first problem with ``--max-cost`` or ``--max-tokens``, or None."""
+    if args.max_cost is not None and not (math.isfinite(args.max_cost) and args.max_cost >= 0):
+        return f"--max-cost takes US dollars >= 0, got {args.max_cost}"
+    if args.max_tokens is not None and args.max_tokens < 0:
+        return f"--max-tokens takes a number of tokens >= 0, got {args.max_tokens}"
+    return None
+
+
+def _prices(path: str) -> dict[str, Any]:
+    """The ``--prices`` file's mapping, checked as the ``prices`` setting (ValueError: why not)."""
+    import yaml
+
+    from ..core.settings import load_settings
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"cannot read --prices {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"--prices {path} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"--prices {path} must be a mapping of provider labels or model names to prices "
+            "({input, output, ...} in USD per million tokens)"
+        )
+    load_settings(prices=data)  # ChatConfigurationError (a ValueError) names the key at fault
+    return data
+
+
+def _budget_status(results: EvalResults, max_cost: float | None, max_tokens: int | None) -> int:
+    """1 when a case went over its ``budget`` or a provider's run over ``--max-cost`` or
+    ``--max-tokens``; stderr says which budget, by how much, and for whom."""
+    from .costs import run_budget_problems
+    from .judges import BUDGET
+
+    status = EXIT_OK
+    for result in results.results:
+        for verdict in result.verdicts:
+            if verdict.dimension == BUDGET and not verdict.passed:
+                over = "; ".join(verdict.reasons)
+                _error(f"case {result.case.name!r} ({result.provider}) over its budget: {over}")
+                status = EXIT_FAILED
+    problems = run_budget_problems(
+        results.results,
+        results.providers,
+        max_cost_usd=max_cost,
+        max_tokens=max_tokens,
+        names=BUDGET_OPTIONS,
+    )
+    for problem in problems:
+        _error(f"over budget: {problem}")
+        status = EXIT_FAILED
+    return status
+
+
 def _exit_status(results: EvalResults) -> int:
     """1 for a failed case or a provider that scored nothing; stderr says what was unscored."""
     status = EXIT_FAILED if any(r.status == "fail" for r in results.results) else EXIT_OK
@@ -196,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     from .api import compare, select_cases
+    from .costs import budget_lines
     from .dataset import DatasetError
 
     providers = [args.provider]
@@ -207,6 +290,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.concurrency < 1:
         _error("--concurrency must be at least 1")
         return EXIT_USAGE
+    budget_problem = _budgets(args)
+    if budget_problem:
+        _error(budget_problem)
+        return EXIT_USAGE
+    prices = None
+    if args.prices:
+        try:
+            prices = _prices(args.prices)
+        except ValueError as error:
+            _error(str(error))
+            return EXIT_USAGE
     if args.record_to and args.compare:
         _error("--record-to records one provider; run it once per provider instead of --compare")
         return EXIT_USAGE
@@ -273,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 exposed=exposed,
                 on_result=on_result,
                 strategy=args.strategy,
+                prices=prices,
             )
         finally:
             if close is not None:
@@ -282,4 +377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.report_html:
         results.write_html(args.report_html)
     print(results.report(verbose=args.verbose))
-    return _exit_status(results)
+    budget = budget_lines(
+        results.results,
+        results.providers,
+        max_cost_usd=args.max_cost,
+        max_tokens=args.max_tokens,
+        names=BUDGET_OPTIONS,
+    )
+    if budget:
+        print("\n" + "\n".join(budget))
+    status = _exit_status(results)
+    return max(status, _budget_status(results, args.max_cost, args.max_tokens))

@@ -4,9 +4,11 @@ Every case is ``name``, ``description``, ``tier`` (default 0), ``tags``, ``conve
 (``[{user: text}, ...]``) and ``expectations``. Our additions: ``project`` (a demo name or a
 GraphQL URL, default ``inventory``), ``strategy`` (``legacy`` or ``planned``: the case runs so
 whatever the run's default) and ``providers`` (planned roles pinned to provider specs:
-``{planner: offline}``; ``executor`` pins both executors) and the expectation ``chart``
-(``{mark, x, y, aggregate}``, any of them: some chart the turns drew has them). Unknown keys are
-a :class:`DatasetError` that names the key and the case.
+``{planner: offline}``; ``executor`` pins both executors), ``budget`` (``{max_cost_usd,
+max_tokens}``, either or both: the most the case's turns may cost and use, judged as the
+``Budget`` dimension) and the expectation ``chart`` (``{mark, x, y, aggregate}``, any of them:
+some chart the turns drew has them). Unknown keys are a :class:`DatasetError` that names the key
+and the case.
 
 Over 400 lines: GeneralManager's whole case format, each key checked with an error that
 names it, in one reader.
@@ -14,6 +16,7 @@ names it, in one reader.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,7 @@ from ..core.charts import AGGREGATES, MARKS
 from ..core.digest import digest
 
 __all__ = [
+    "Budget",
     "Case",
     "ChartExpectation",
     "Contract",
@@ -48,6 +52,7 @@ CASE_KEYS = frozenset(
         "project",
         "strategy",
         "providers",
+        "budget",
     }
 )
 STRATEGIES = ("legacy", "planned")
@@ -89,6 +94,7 @@ STRATEGY_KEYS = frozenset({"recommended_tool_calls", "strict_order", "fail_on_de
 RESULT_SET_KEYS = frozenset({"manager", "rows", "fields"})
 TOOL_CALL_KEYS = frozenset({"name", "args_contain"})
 CHART_KEYS = ("mark", "x", "y", "aggregate")
+BUDGET_KEYS = ("max_cost_usd", "max_tokens")
 
 
 class DatasetError(ValueError):
@@ -121,6 +127,19 @@ class ChartExpectation:
     def to_dict(self) -> dict[str, str]:
         """The keys the expectation names."""
         return {key: value for key in CHART_KEYS if (value := getattr(self, key)) is not None}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most a case (its turns together) may cost in US dollars and use in tokens (input
+    and output); ``None`` is no limit. An unknown cost never passes a cost budget."""
+
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, float | int]:
+        """The limits the budget sets."""
+        return {key: value for key in BUDGET_KEYS if (value := getattr(self, key)) is not None}
 
 
 @dataclass(frozen=True)
@@ -173,6 +192,7 @@ class Case:
     dataset: str = ""
     strategy: str | None = None  # None: the run's strategy
     providers: Mapping[str, str] = field(default_factory=dict)  # planned roles pinned
+    budget: Budget | None = None  # None: no budget of its own
 
     @property
     def case_hash(self) -> str:
@@ -191,6 +211,8 @@ class Case:
             payload["strategy"] = self.strategy
         if self.providers:
             payload["providers"] = dict(self.providers)
+        if self.budget is not None:
+            payload["budget"] = self.budget.to_dict()
         return digest(payload)
 
 
@@ -337,6 +359,34 @@ def _providers(value: Any, label: str) -> dict[str, str]:
     return dict(pins)
 
 
+def _budget(value: Any, label: str) -> Budget | None:
+    """``budget: {max_cost_usd, max_tokens}`` (either or both): dollars a number >= 0, tokens a
+    whole number >= 0."""
+    if value is None:
+        return None
+    where = f"{label}.budget"
+    spec = _check_keys(value, frozenset(BUDGET_KEYS), where)
+    cost, tokens = spec.get("max_cost_usd"), spec.get("max_tokens")
+    if cost is None and tokens is None:
+        raise DatasetError(f"{where} needs max_cost_usd (US dollars) or max_tokens, or both")
+    if cost is not None and (
+        isinstance(cost, bool)
+        or not isinstance(cost, int | float)
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
+        raise DatasetError(
+            f"{where}.max_cost_usd must be a number of US dollars >= 0, got {cost!r}"
+        )
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+    ):
+        raise DatasetError(
+            f"{where}.max_tokens must be a whole number of tokens >= 0, got {tokens!r}"
+        )
+    return Budget(None if cost is None else float(cost), tokens)
+
+
 def parse_case(item: Any, number: int, dataset: str = "") -> Case:
     """One case from its YAML mapping."""
     label = f"{dataset}: case {number}" if dataset else f"case {number}"
@@ -380,6 +430,7 @@ def parse_case(item: Any, number: int, dataset: str = "") -> Case:
         dataset=dataset,
         strategy=_strategy(item.get("strategy"), label),
         providers=_providers(item.get("providers"), label),
+        budget=_budget(item.get("budget"), label),
     )
 
 

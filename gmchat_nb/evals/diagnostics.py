@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .costs import UNPRICED
 from .dataset import Expectations
-from .judges import ANSWER, CHARTS, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
+from .judges import ANSWER, BUDGET, CHARTS, CONTRACT, QUERY, RESULT_SET, SENSE, TOOLS
 from .runner import CaseResult
 
 __all__ = [
@@ -78,6 +79,15 @@ ADVICE: dict[tuple[str, str], str] = {
     ("prompt", "chart_mismatch"): (
         "The turn drew no chart, or another one: check that the chart tool is offered (setting "
         "charts) and that the prompt names the mark and columns the question asks for"
+    ),
+    ("provider", "unpriced_cost"): (
+        "The case has a cost budget but its cost could not be priced (a model genai-prices does "
+        "not know, or a replayed cassette's label): give the model a price with --prices FILE "
+        "(the prices setting), or drop max_cost_usd from the case's budget"
+    ),
+    ("prompt", "over_budget"): (
+        "The case used more tokens or cost more than its budget: read its requests and tokens "
+        "per turn (more tool rounds, a longer prompt or context, a pricier model), or raise it"
     ),
 }
 
@@ -165,6 +175,11 @@ def _from_verdicts(result: CaseResult) -> list[Diagnosis]:
             found.append(Diagnosis("prompt", "answer_contract", first))
         elif verdict.dimension == CHARTS:
             found.append(Diagnosis("prompt", "chart_mismatch", first))
+        elif verdict.dimension == BUDGET:
+            for reason in verdict.reasons:
+                unpriced = reason.startswith(UNPRICED)
+                category = "unpriced_cost" if unpriced else "over_budget"
+                found.append(Diagnosis("provider" if unpriced else "prompt", category, reason))
         elif verdict.dimension == RESULT_SET:
             for reason in verdict.reasons:
                 text = _strip_turn(reason)

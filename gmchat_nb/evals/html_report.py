@@ -2,8 +2,9 @@
 
 It holds what the text reports hold: the dimension table per provider, the outcomes, the calls
 the project accepted, the right manager and (with timings) the speed, the providers' own
-descriptions, the diagnostics, a per-case table (status, requests, tokens, failure
-category, optionally seconds) and every non-passing case with its reasons. Case names, answers and
+descriptions, the cost and the cost per passed case ("—" when unknown), the diagnostics, a
+per-case table (status, requests, tokens, cost, failure category, optionally seconds) and every
+non-passing case with its reasons. Case names, answers and
 reasons come from datasets and models, so every one of them goes through :func:`html.escape`.
 """
 
@@ -13,6 +14,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
+from .costs import money_text, provider_cost
 from .diagnostics import diagnostics_lines, primary_diagnosis
 from .figures import calls_text, run_figures, speed_text
 from .report import EVALUATION_CONTRACT, dimension_counts, outcomes, provider_notes, rate_text
@@ -71,6 +73,13 @@ def _summary_table(
     if timings:
         cells = [f'<td colspan="3">{_e(speed_text(f))}</td>' for f in figures]
         out.append(f"<tr><th>Speed</th>{''.join(cells)}</tr>")
+    costs = [provider_cost(p, by_provider[p]) for p in providers]
+    cells = [
+        f'<td colspan="3">{_e(money_text(c.cost_usd))} in all, '
+        f"{_e(money_text(c.per_passed_case))} per passed case</td>"
+        for c in costs
+    ]
+    out.append(f"<tr><th>Cost</th>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
     return out
 
@@ -80,12 +89,12 @@ def _status(status: str) -> str:
 
 
 def _case_table(results: Sequence[CaseResult], *, timings: bool, several: bool) -> list[str]:
-    columns = ["Case", "Status", "Requests", "Tokens", "Failure category"]
+    columns = ["Case", "Status", "Requests", "Tokens", "Cost", "Failure category"]
     if several:
         columns.insert(0, "Provider")
     if timings:
         columns.append("Seconds")
-    numeric = {"Requests", "Tokens", "Seconds"}
+    numeric = {"Requests", "Tokens", "Cost", "Seconds"}
     head = "".join(
         f'<th class="num">{c}</th>' if c in numeric else f"<th>{c}</th>" for c in columns
     )
@@ -96,7 +105,8 @@ def _case_table(results: Sequence[CaseResult], *, timings: bool, several: bool) 
             f"<td>{_e(r.case.name)}</td>",
             f"<td>{_status(r.status)}</td>",
             f'<td class="num">{r.requests}</td>',
-            f'<td class="num">{sum(r.usage.values())}</td>',
+            f'<td class="num">{r.tokens}</td>',
+            f'<td class="num">{_e(money_text(r.cost_usd))}</td>',
             f"<td>{'' if diagnosis is None else _e(diagnosis.key)}</td>",
         ]
         if several:

@@ -2,7 +2,8 @@
 
 Dimensions (GeneralManager 0.87's report rows): ``Product contract``, ``Tool selection``,
 ``Query correctness``, ``Answer quality``, ``Answer sense`` and ``Exact result sets``; ours:
-``Charts`` (the ``chart`` expectation, judged from the charts' intents and specs).
+``Charts`` (the ``chart`` expectation, judged from the charts' intents and specs) and ``Budget``
+(a case's ``budget``, judged by :mod:`.costs` from its turns' tokens and cost).
 
 Over 400 lines: the judges share the matching of calls, managers and values
 (``call_matches``, ``mentions``, ``flatten_scalars``); split apart, each judge would import them
@@ -51,7 +52,8 @@ ANSWER = "Answer quality"
 SENSE = "Answer sense"
 RESULT_SET = "Exact result sets"
 CHARTS = "Charts"
-DIMENSIONS = (CONTRACT, TOOLS, QUERY, ANSWER, SENSE, RESULT_SET, CHARTS)
+BUDGET = "Budget"
+DIMENSIONS = (CONTRACT, TOOLS, QUERY, ANSWER, SENSE, RESULT_SET, CHARTS, BUDGET)
 ANSWER_THRESHOLD = 0.8
 
 # resolves a manager name (``PartManager``, ``parts``) to a canonical name, or None

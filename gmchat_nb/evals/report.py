@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.digest import canonical_json, digest
+from .costs import case_cost_lines, cost_line, cost_rows, money_text
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .figures import call_counts, figures_lines, percent_text, run_figures
-from .judges import CHARTS, DIMENSIONS, RESULT_SET
+from .judges import BUDGET, CHARTS, DIMENSIONS, RESULT_SET
 from .runner import CaseResult
 from .strategy import COUNTED_ROLES, sum_roles
 
@@ -52,7 +53,7 @@ def dimension_counts(results: Sequence[CaseResult]) -> list[tuple[str, int, int]
     scored = [r for r in results if r.status != "unscored"]
     for dimension in DIMENSIONS:
         verdicts = [v for r in scored for v in r.verdicts if v.dimension == dimension]
-        if dimension in (RESULT_SET, CHARTS) and not verdicts:  # only cases that ask for them
+        if dimension in (RESULT_SET, CHARTS, BUDGET) and not verdicts:  # only cases asking them
             continue
         rows.append((dimension, sum(v.passed for v in verdicts), len(verdicts)))
     rows.append(("Overall", sum(r.passed for r in scored), len(scored)))
@@ -97,8 +98,8 @@ def single_report(
     results: Sequence[CaseResult], *, verbose: bool = False, timings: bool = True
 ) -> str:
     """The single-provider table, outcomes, the calls the project accepted and the right
-    manager (:mod:`.figures`), speed, per-case cost, diagnostics and (verbose) failures and next
-    actions.
+    manager (:mod:`.figures`), speed, the cost and the cost per passed case (:mod:`.costs`),
+    per-case requests, tokens and cost, diagnostics and (verbose) failures and next actions.
 
     ``timings=False`` leaves out the speed and the Seconds column, so the text is the same on
     every run (for notebook outputs that nbval compares).
@@ -112,15 +113,17 @@ def single_report(
     lines.append(f"{dimension:<20}{passed:>6}{total:>7}{rate_text(passed, total):>9}")
     lines.append(f"Outcomes: {outcomes(results)} ({EVALUATION_CONTRACT})")
     lines.extend(figures_lines(run_figures(results), timings=timings))
+    lines.append(cost_line(results))
     lines.extend(guard_lines(results))
     lines.extend(provider_lines(results))
     lines.append("")
-    header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}"
+    header = f"{'Case':<40}{'Status':>10}{'Requests':>10}{'Tokens':>10}{'Cost':>12}"
     lines.append(header + (f"{'Seconds':>9}" if timings else ""))
     for r in results:
-        usage = r.usage
-        tokens = usage["input_tokens"] + usage["output_tokens"]
-        row = f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{tokens:>10}"
+        row = (
+            f"{r.case.name[:39]:<40}{r.status.upper():>10}{r.requests:>10}{r.tokens:>10}"
+            f"{money_text(r.cost_usd):>12}"
+        )
         lines.append(row + (f"{r.seconds:>9.2f}" if timings else ""))
     roles = role_lines(results)
     if roles:
@@ -201,10 +204,12 @@ def compare_report(
     verbose: bool = False,
     timings: bool = True,
 ) -> str:
-    """Percentages only, a column per provider, plus mean requests and tokens per case, the
-    calls made and the share the project accepted, the share of cases with the right manager
-    and (``timings``) the median seconds per turn and output tokens per second (:mod:`.figures`);
-    ``verbose`` adds each provider's failures, diagnostics and next actions."""
+    """Percentages only, a column per provider, plus mean requests and tokens per case, the cost
+    and the cost per passed case ("—" when unknown; :mod:`.costs`), the calls made and the share
+    the project accepted, the share of cases with the right manager and (``timings``) the median
+    seconds per turn and output tokens per second (:mod:`.figures`); ``verbose`` adds each case's
+    tokens, cost and seconds per provider, and each provider's failures, diagnostics and next
+    actions."""
     width = max([12, *(len(p) + 2 for p in providers)])
     lines = [f"{'Dimension':<20}" + "".join(f"{p:>{width}}" for p in providers)]
     lines.append("-" * (20 + width * len(providers)))
@@ -225,6 +230,7 @@ def compare_report(
             mean = sum(values) / len(values) if values else 0.0
             cells.append(f"{mean:>{width}.1f}")
         lines.append(f"{title:<20}" + "".join(cells))
+    lines.extend(cost_rows(by_provider, width))
     if any(r.strategy == "planned" for r in results):
         for role in COUNTED_ROLES:
             cells = []
@@ -243,6 +249,8 @@ def compare_report(
         lines.append(f"{'Unscored':<20}" + "".join(cells))
     lines.extend(provider_lines(results))
     if verbose:
+        lines.append("")
+        lines.extend(case_cost_lines(results, timings=timings))
         for provider in providers:
             own = by_provider[provider]
             failed = [r for r in own if r.status != "pass"]
@@ -338,8 +346,10 @@ def selection_manifest(results: Sequence[CaseResult]) -> dict[str, Any]:
 
 def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One case as GeneralManager's trace keys plus ``provider``, ``provider_note``,
-    ``failure_owner``, ``usage`` and ``verdicts``; ``run`` is the :func:`selection_manifest`
-    block (default: this case alone)."""
+    ``failure_owner``, ``usage``, ``tokens``, ``cost_usd`` (``None`` when unknown),
+    ``cost_sources``, ``budget`` and ``verdicts`` (each turn with its ``cost_usd`` and its
+    ``done`` event's ``cost``); ``run`` is the :func:`selection_manifest` block (default: this
+    case alone)."""
     case = result.case
     result_set = next((v for v in result.verdicts if v.dimension == RESULT_SET), None)
     diagnosis = None if result.passed else primary_diagnosis(result)
@@ -378,6 +388,8 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
                 "roles": t.roles,
                 "orchestration": t.orchestration,
                 "seconds": round(t.seconds, 4),
+                "cost_usd": t.cost_usd,
+                "cost": t.cost,
                 **({"charts": t.charts} if t.charts else {}),  # ours: {intent, spec, marks}
             }
             for number, t in enumerate(result.turns, start=1)
@@ -391,6 +403,10 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
         "strategy": result.strategy,
         "roles": result.roles,
         "usage": result.usage,
+        "tokens": result.tokens,
+        "cost_usd": result.cost_usd,
+        "cost_sources": result.cost_sources,
+        "budget": None if case.budget is None else case.budget.to_dict(),
         "seconds": round(result.seconds, 4),
         "verdicts": [v.to_dict() for v in result.verdicts],
     }
@@ -407,7 +423,9 @@ def write_trace(results: Sequence[CaseResult], path: str | Path) -> None:
 def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
     """One row per (provider, case), with its failure category and the provider's note; then
     the case's turns, its seconds in turns, the model's calls that got a result and those the
-    project accepted, and whether a query named the expected manager (None when none is)."""
+    project accepted, whether a query named the expected manager (None when none is), the
+    turns the loop guard stopped, the gates that failed, its ``tokens``, ``cost_usd`` (NaN when
+    unknown: sum it with ``skipna=False``, or read :func:`.costs.cost_frame`) and price sources."""
     import pandas as pd
 
     rows = []
@@ -444,6 +462,11 @@ def case_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
     # the turns the loop guard ended with a forced answer, the gates answers still failed
     frame["loop_guard_stops"] = [sum(t.stopped_by is not None for t in r.turns) for r in results]
     frame["failed_gates"] = [sum(len(t.failed_gates) for t in r.turns) for r in results]
+    frame["tokens"] = [r.tokens for r in results]
+    frame["cost_usd"] = pd.Series(
+        [float("nan") if r.cost_usd is None else r.cost_usd for r in results], dtype="float64"
+    )
+    frame["cost_sources"] = [", ".join(r.cost_sources) for r in results]
     return frame
 
 

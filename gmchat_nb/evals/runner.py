@@ -34,6 +34,7 @@ from ..core.providers.base import (
     ToolDefinition,
 )
 from ..core.providers.registry import check_ready, create_provider, provider_label
+from .costs import judge_budget, unsaid_cost
 from .dataset import Case
 from .figures import names_expected_managers
 from .judges import TurnData, Verdict, judge_case
@@ -73,6 +74,9 @@ class CountingProvider(BaseLLMProvider):
     def __init__(self, inner: Any) -> None:
         super().__init__(dict(getattr(inner, "provider_config", {}) or {}))
         self.inner = inner
+        # Its requests are the wrapped provider's: priced as that provider's (``offline``,
+        # ``scripted`` and ``local`` cost nothing), not as an unknown "counting" model.
+        vars(self)["name"] = str(getattr(inner, "name", None) or type(inner).__name__)
         self.requests = 0
         self.tool_offers = 0
         self.tool_calls = 0
@@ -167,6 +171,18 @@ class TurnRecord(TurnData):
     gates: list[dict[str, Any]] | None = None
     attempts: dict[str, int] | None = None
     fallbacks: list[dict[str, str]] | None = None
+    # the done event's ``cost`` (None when it said none) and what the turn cost in US dollars:
+    # None when a price is unknown, or when a turn that asked a priced model ended without saying
+    # (an error); 0.0 for a turn that asked no model, or only free ones (offline, scripted,
+    # local). ``cost_sources`` say where the prices came from.
+    cost: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    cost_sources: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens together (what a token budget counts)."""
+        return int(self.usage.get("input_tokens", 0)) + int(self.usage.get("output_tokens", 0))
 
     @property
     def stopped_by(self) -> str | None:
@@ -221,6 +237,22 @@ class CaseResult:
             "input_tokens": sum(t.usage.get("input_tokens", 0) for t in self.turns),
             "output_tokens": sum(t.usage.get("output_tokens", 0) for t in self.turns),
         }
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens of every turn."""
+        return sum(t.tokens for t in self.turns)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the turns cost in US dollars, summed; None when any turn's cost is unknown."""
+        costs = [t.cost_usd for t in self.turns]
+        return None if None in costs else float(sum(c for c in costs if c is not None))
+
+    @property
+    def cost_sources(self) -> list[str]:
+        """Where the turns' prices came from (``genai-prices X.Y.Z``, ``offline``, ...)."""
+        return sorted({source for t in self.turns for source in t.cost_sources})
 
     @property
     def answer(self) -> str:
@@ -298,6 +330,12 @@ def _read_done(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
     turn.fallbacks = (
         [dict(switch) for switch in event["fallbacks"]] if event.get("fallbacks") else None
     )
+    cost = event.get("cost")
+    if isinstance(cost, Mapping):
+        turn.cost = dict(cost)
+        usd = cost.get("usd")
+        turn.cost_usd = None if usd is None else float(usd)
+        turn.cost_sources = [str(source) for source in cost.get("sources") or ()]
     usage = event.get("usage") or {}
     turn.usage = {
         "input_tokens": int(usage.get("input_tokens", 0)),
@@ -370,6 +408,7 @@ async def run_case(
     exposed: Sequence[str] | None = None,
     label: str | None = None,
     strategy: str | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> CaseResult:
     """Run one case's conversation in one fresh Chat (fresh project, in-memory store).
 
@@ -377,7 +416,9 @@ async def run_case(
     managers the chat sees there. ``strategy`` (``legacy``, the default, or ``planned``) applies
     unless the case names its own; a planned case's ``providers`` pin roles to other providers.
     ``provider`` ``"oracle"`` (or ``"oracle:lean"``) is the case's scripted oracle
-    (:mod:`.oracle`), played for the strategy the case runs with.
+    (:mod:`.oracle`), played for the strategy the case runs with. ``prices`` is the chat's
+    ``prices`` setting (a model's price by provider label or model name): the turns' costs use
+    it. A case with a ``budget`` gets a ``Budget`` verdict (:func:`.costs.judge_budget`).
     """
     from ..chat import Chat
 
@@ -407,6 +448,8 @@ async def run_case(
     counter = CountingProvider(built)
     counters = [counter, *pinned.values()]
     settings = planned_settings_block(counter, pinned) if planned else None
+    if prices:
+        settings = {**(settings or {}), "prices": dict(prices)}
     target = project or case.project
     opened = None
     chat = None
@@ -416,7 +459,7 @@ async def run_case(
         session = await chat.session()
         resolve = _resolver(session.project)
         for user in case.conversation:
-            before = sum(c.requests for c in counters)
+            asked = [c.requests for c in counters]
             offers_before = sum(c.tool_offers for c in counters)
             calls_before = sum(c.tool_calls for c in counters)
             for c in counters:
@@ -425,7 +468,7 @@ async def run_case(
             tick = time.perf_counter()
             turn = await chat.ask(user)
             record = _turn_from_events(user, turn.events)
-            record.requests = sum(c.requests for c in counters) - before
+            record.requests = sum(c.requests for c in counters) - sum(asked)
             record.tool_offers = sum(c.tool_offers for c in counters) - offers_before
             record.provider_tool_calls = sum(c.tool_calls for c in counters) - calls_before
             record.system_prompts = [p for c in counters for p in c.take_system_prompts()]
@@ -436,6 +479,9 @@ async def run_case(
                 )
             )
             record.seconds = time.perf_counter() - tick
+            if record.cost is None:  # it ended without saying (an error), or asked no model
+                used = [c for c, n in zip(counters, asked, strict=True) if c.requests > n]
+                record.cost_usd, record.cost_sources = unsaid_cost(used, prices)
             result.turns.append(record)
             if record.error:
                 result.error = record.error
@@ -460,6 +506,8 @@ async def run_case(
         return result
     if result.error:
         result.reasons.append(f"error: {result.error}")
+    if case.budget is not None:
+        result.verdicts.append(judge_budget(case.budget, result))
     for verdict in result.verdicts:
         result.reasons.extend(f"{verdict.dimension}: {r}" for r in verdict.reasons)
         result.reasons.extend(f"strategy: {d}" for d in verdict.deviations)
@@ -491,11 +539,12 @@ async def run_cases(
     exposed: Sequence[str] | None = None,
     on_result: ResultCallback | None = None,
     strategy: str | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> list[CaseResult]:
     """Every case against every provider, at most ``concurrency`` at a time, in input order.
 
     ``on_result`` is called with each result as its case finishes (a progress bar, a live table);
-    an exception it raises ends the run. ``strategy`` is :func:`run_case`'s.
+    an exception it raises ends the run. ``strategy`` and ``prices`` are :func:`run_case`'s.
     """
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
@@ -518,6 +567,7 @@ async def run_cases(
                 exposed=exposed,
                 label=label,
                 strategy=strategy,
+                prices=prices,
             )
         if on_result is not None:
             on_result(result)

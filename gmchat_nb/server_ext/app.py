@@ -27,6 +27,7 @@ from .durable import (
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
 from .sessions import ChatRuntime
 from .sse import StreamHandler
+from .usage import UsageHandler
 from .websocket import ChatSocket
 
 __all__ = ["GMChat"]
@@ -133,6 +134,7 @@ class GMChat(ExtensionApp):
                     TurnChartHandler,
                     common,
                 ),
+                (prefix + "/usage/?", UsageHandler, common),
                 (prefix + "/ws", ChatSocket, common),
             ]
         )

@@ -49,6 +49,7 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "tool_strategy": "discovery",
     "recover_missing_tool_calls": False,
     "charts": True,  # gmchat_nb's: the chart tool (docs/charts.md)
+    "prices": {},  # gmchat_nb's: price overrides (docs/cost.md)
     "system_prompt": "",
     "max_recent_messages": 20,
     "summarize_after": 10,
@@ -361,6 +362,15 @@ def test_sequences_are_tuples_and_mappings_read_only() -> None:
     [
         ({"enabled": "yes"}, "enabled", ["true or false", "'yes'"]),
         ({"charts": "yes"}, "charts", ["true or false"]),
+        ({"prices": {"m": {"input": 1}}}, "prices.m.output", ["needs 'input' and 'output'"]),
+        ({"prices": {"m": {"input": 1, "output": -2}}}, "prices.m.output", ["a price >= 0"]),
+        ({"prices": {"m": {"input": 1, "output": 2, "tokens": 3}}}, "prices.m.tokens", ["input"]),
+        (
+            {"prices": {"m": {"input": 1, "output": 2, "context_window": 1.5}}},
+            "prices.m.context_window",
+            ["whole number"],
+        ),
+        ({"rate_limit": {"cost": "1$"}}, "rate_limit.cost", ["a number of USD"]),
         ({"recover_missing_tool_calls": 1}, "recover_missing_tool_calls", ["true or false"]),
         ({"max_results": True}, "max_results", ["integer >= 1", "bool"]),
         ({"max_results": 0}, "max_results", ["integer >= 1", "0"]),

@@ -572,6 +572,11 @@ def test_cleanup_deletes_what_the_ttl_left_behind(store: ChatStore) -> None:
     store.finish_confirmation(fresh.id, "resolved-new", "rejected", now=now - HOUR)
     store.record_usage("alice", "requests", 1, at=now - 30 * HOUR)  # older than ttl and a day
     store.record_usage("alice", "requests", 1, at=now - 20 * HOUR)  # older than ttl, not a day
+    record = {"provider": "openai:gpt-4.1-mini", "input_tokens": 10, "output_tokens": 2,
+              "latency_ms": 5.0, "cost_usd": "0.0001", "price_source": "genai-prices"}  # fmt: skip
+    # usage records stay a year: one older than that goes, one of last month stays
+    store.add_usage_records("alice", [{**record, "at": now - 367 * 24 * HOUR}])
+    store.add_usage_records("alice", [{**record, "at": now - 30 * 24 * HOUR}])
 
     counts = store.cleanup(12, now=now)
 
@@ -581,7 +586,9 @@ def test_cleanup_deletes_what_the_ttl_left_behind(store: ChatStore) -> None:
         "events": 1,
         "confirmations": 3,
         "usage": 1,
+        "usage_records": 1,
     }
+    assert [r["at"] for r in store.usage_records(actor_id="alice")] == [now - 30 * 24 * HOUR]
     assert store.conversation(stale.id) is None
     assert store.conversation(fresh.id) is not None
     remaining = {

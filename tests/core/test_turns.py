@@ -650,4 +650,5 @@ async def test_conversations_can_be_deleted_and_cleaned_up(
         "events": 0,
         "confirmations": 0,
         "usage": 0,
+        "usage_records": 0,
     }

@@ -138,6 +138,11 @@ def test_the_palette_opens_the_panel_and_the_answer_streams_into_it(
     expect(table).to_contain_text(re.compile(r"\d+ of \d+ rows"))
     expect(table.locator("tbody td").first).to_have_text('<b id="injected">x</b>')
     expect(root).to_have_attribute("data-busy", "false")
+    # The header's cost, as in the widget: a scripted model charges nothing, its window is unknown.
+    header = root.locator("[data-testid=gmchat-usage-header]")
+    expect(header.locator("[data-testid=gmchat-cost-turn]")).to_have_text("$0.00 (scripted)")
+    expect(header.locator("[data-testid=gmchat-cost-total]")).to_have_text("$0.00 (scripted)")
+    expect(header.locator("[data-testid=gmchat-context-value]")).to_have_text("context: \u2014")
     # With no notebook open, inserting says why it cannot.
     evidence = open_evidence(root)
     evidence.locator("[data-testid=gmchat-insert-cell]").click()

@@ -72,6 +72,7 @@ CANCEL = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/cancel"
 EVIDENCE = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/evidence"
 CHART = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/chart"
 CONVERSATION_TURNS = "/gmchat/chat/conversations/{conversation_id}/turns/"
+USAGE = "/gmchat/chat/usage/"
 SOCKET = "/gmchat/chat/ws"
 
 Outcome = tuple[str, str, int, str | None]  # (path, method, status, error code or None)
@@ -1087,6 +1088,21 @@ def test_turn_chart(guarded: Server) -> None:
     refused(httpx.get(url, params={"call_id": "x"}), CHART, 403, "jupyter")
 
 
+def test_usage(plain: Server) -> None:
+    """The caller's usage after a turn: every model request counted, per day and provider; the
+    window's parameter and its refusals."""
+    validated(post(plain.chat_url, {"text": "Which parts are made of steel?"}), TURN)
+    url = plain.chat_url + "usage/"
+    body = validated(httpx.get(url, headers=AUTH), USAGE, valid_request=True)
+    assert body["total"]["requests"] >= 1 and body["days"] == 30
+    assert sum(day["requests"] for day in body["by_day"]) == body["total"]["requests"]
+    week = validated(httpx.get(url, params={"days": "7"}, headers=AUTH), USAGE, valid_request=True)
+    assert week["days"] == 7 and week["total"]["requests"] == body["total"]["requests"]
+    for params in ({"days": "0"}, {"days": "400"}, {"days": "x"}, {"since": "1"}):
+        refused(httpx.get(url, params=params, headers=AUTH), USAGE, 400, "bad_event")
+    refused(httpx.get(url), USAGE, 403, "jupyter")
+
+
 def turns_url(server: Server, conversation_id: str) -> str:
     return server.chat_url + f"conversations/{conversation_id}/turns/"
 
@@ -1273,6 +1289,7 @@ def test_a_store_that_cannot_be_opened_is_503_on_every_route(broken: Server) -> 
         (httpx.get(evidence_url(broken, "any", "t1"), headers=AUTH), EVIDENCE),
         (httpx.get(chart_url(broken, "any", "t1"), params={"call_id": "c"}, headers=AUTH), CHART),
         (httpx.get(turns_url(broken, "any"), headers=AUTH), CONVERSATION_TURNS),
+        (httpx.get(url + "usage/", headers=AUTH), USAGE),
     ):
         body = refused(response, path, 503, "chat_error")
         message = body["events"][0]["message"] if "events" in body else body["message"]

@@ -1,5 +1,6 @@
 """The front end's pure parts (markdown rendering and sanitization in a jsdom document, replay
-bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom),
+bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom,
+the header's cost and context gauge),
 tested with node's own runner against the built modules; and the built modules themselves,
 which must be what the TypeScript sources in ``frontend/`` build to today."""
 
@@ -28,7 +29,13 @@ def node() -> str:
 
 @pytest.mark.parametrize(
     "script",
-    ["test_markdown.mjs", "test_replay.mjs", "test_guard_display.mjs", "test_charts.mjs"],
+    [
+        "test_markdown.mjs",
+        "test_replay.mjs",
+        "test_guard_display.mjs",
+        "test_charts.mjs",
+        "test_usage.mjs",
+    ],
 )
 def test_the_front_end_helpers(script: str) -> None:
     done = subprocess.run(

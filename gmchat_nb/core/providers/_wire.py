@@ -20,6 +20,7 @@ __all__ = [
     "next_call_number",
     "request_failed",
     "result_text",
+    "token_count",
     "tool_call",
 ]
 
@@ -61,6 +62,17 @@ async def close_stream(stream: Any) -> None:
             except Exception:  # closing is best effort: the request already failed or ended
                 pass
             return
+
+
+def token_count(source: Any, name: str) -> int | None:
+    """The token count ``source`` (an SDK object or a mapping) reports as ``name``; None when the
+    field is missing, null or not a count (a server's usage may leave any of them out)."""
+    value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
 
 
 def next_call_number(messages: list[Message]) -> int:

@@ -22,6 +22,7 @@ from ._wire import (
     next_call_number,
     request_failed,
     result_text,
+    token_count,
     tool_call,
 )
 from .base import (
@@ -97,7 +98,7 @@ class AnthropicProvider(SDKProvider):
                 for t in tools
             ]
         blocks: dict[int, dict[str, Any]] = {}
-        input_tokens = output_tokens = 0
+        counts: dict[str, int] = {}
         stop: str | None = None
         numbered = next_call_number(messages)
         emitted = 0
@@ -108,9 +109,7 @@ class AnthropicProvider(SDKProvider):
                 stream_progress()
                 kind = event.type
                 if kind == "message_start":
-                    usage = getattr(event.message, "usage", None)
-                    input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
-                    output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+                    _take_counts(getattr(event.message, "usage", None), counts)
                 elif kind == "content_block_start":
                     block = event.content_block
                     if block.type == "tool_use":
@@ -134,9 +133,7 @@ class AnthropicProvider(SDKProvider):
                     )
                 elif kind == "message_delta":
                     stop = event.delta.stop_reason or stop
-                    usage = getattr(event, "usage", None)
-                    if usage is not None and getattr(usage, "output_tokens", None) is not None:
-                        output_tokens = int(usage.output_tokens)
+                    _take_counts(getattr(event, "usage", None), counts)
         except anthropic.APIError as error:
             raise request_failed("Anthropic request failed", error) from None
         finally:
@@ -151,7 +148,7 @@ class AnthropicProvider(SDKProvider):
             raise ProviderCompletionError(
                 "incomplete_provider_response", "a tool_use block never ended"
             )
-        yield DoneEvent(TokenUsage(input_tokens, output_tokens), _STOP.get(stop, stop))
+        yield DoneEvent(_token_usage(counts), _STOP.get(stop, stop))
 
     async def complete_structured(
         self,
@@ -178,11 +175,9 @@ class AnthropicProvider(SDKProvider):
             response = await self.client().messages.create(**request)
         except anthropic.APIError as error:
             raise request_failed("Anthropic request failed", error) from None
-        counted = getattr(response, "usage", None)
-        usage = TokenUsage(
-            int(getattr(counted, "input_tokens", 0) or 0),
-            int(getattr(counted, "output_tokens", 0) or 0),
-        )
+        counts: dict[str, int] = {}
+        _take_counts(getattr(response, "usage", None), counts)
+        usage = _token_usage(counts)
         stop = getattr(response, "stop_reason", None)
         if stop == "refusal":
             raise ProviderError("the model refused to answer")
@@ -217,6 +212,48 @@ class AnthropicProvider(SDKProvider):
         if system:
             request["system"] = system
         return request
+
+
+_COUNTS = (
+    "input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens",
+)
+
+
+def _take_counts(usage: Any, counts: dict[str, int]) -> None:
+    """Keep every count ``usage`` reports over the ones before it: ``message_start`` has the
+    input and cache counts, ``message_delta`` the final (cumulative) output count and, in newer
+    APIs, the input and cache counts again; the latest non-null count wins."""
+    if usage is None:
+        return
+    for name in _COUNTS:
+        value = token_count(usage, name)
+        if value is not None:
+            counts[name] = value
+    details = (
+        usage.get("output_tokens_details")
+        if isinstance(usage, Mapping)
+        else getattr(usage, "output_tokens_details", None)
+    )
+    thinking = token_count(details, "thinking_tokens")
+    if thinking is not None:
+        counts["thinking_tokens"] = thinking
+
+
+def _token_usage(counts: Mapping[str, int]) -> TokenUsage:
+    """Anthropic's counts as a :class:`TokenUsage`: its ``input_tokens`` are the uncached part
+    only, so the input is that plus the tokens read from and written to the cache."""
+    read = counts.get("cache_read_input_tokens", 0)
+    write = counts.get("cache_creation_input_tokens", 0)
+    return TokenUsage(
+        input_tokens=counts.get("input_tokens", 0) + read + write,
+        output_tokens=counts.get("output_tokens", 0),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        reasoning_tokens=counts.get("thinking_tokens", 0),
+    )
 
 
 def to_anthropic_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:

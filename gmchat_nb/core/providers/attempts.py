@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -46,14 +47,17 @@ from tenacity import (
 
 from .base import (
     BaseLLMProvider,
+    DoneEvent,
     Message,
     ProviderError,
     ProviderEvent,
     StructuredReply,
+    TokenUsage,
     ToolDefinition,
     Transient,
 )
 from .completion import completed_events
+from .pricing import ServedRequest
 from .retries import RetryPolicy, mentions_context_length, transient_failure
 
 __all__ = [
@@ -149,12 +153,19 @@ class ProviderRetries:
         self.retried = 0
         self.retries = 0
         self.fallbacks: list[dict[str, str]] = []
+        self.served: list[ServedRequest] = []  # every answered request, in order
         self._switched: BaseLLMProvider | None = None  # sticky for the rest of the turn
         self._position = 0
         self._ahead = 0.0  # the wait tenacity decided before the next attempt
         self._backoff = wait_exponential(
             multiplier=self.policy.first_wait_seconds, max=self.policy.max_wait_seconds
         ) + wait_random(0, self.policy.jitter_seconds)
+
+    def _served(self, provider: BaseLLMProvider, usage: TokenUsage, started: float) -> None:
+        """Keep one answered request for the turn's usage records and cost (the provider that
+        answered it, a fallback once switched; the time from the request to its end)."""
+        latency = round((time.perf_counter() - started) * 1000, 3)
+        self.served.append(ServedRequest(_label(provider), provider.name, usage, latency))
 
     def summary(self) -> dict[str, int] | None:
         """``{"requests", "retried", "retries"}`` when the turn retried at least once, else
@@ -178,11 +189,14 @@ class ProviderRetries:
         :class:`StreamResetEvent`."""
         self.requests += 1
         current = self.serving(provider)
+        started = time.perf_counter()
         while True:
             emitted = False
             try:
                 async for event in self._attempts(current, messages, tools):
                     emitted = not isinstance(event, StreamResetEvent | NoticeEvent)
+                    if isinstance(event, DoneEvent):
+                        self._served(current, event.usage, started)
                     yield event
                 return
             except Exception as error:
@@ -252,9 +266,12 @@ class ProviderRetries:
         ``TimeoutError``, never retried)."""
         self.requests += 1
         current = self.serving(provider)
+        started = time.perf_counter()
         while True:
             try:
-                return await self._structured(current, messages, schema, name, within)
+                reply = await self._structured(current, messages, schema, name, within)
+                self._served(current, reply.usage, started)
+                return reply
             except Exception as error:
                 following = self._fall_back(current, error)
                 if following is None:

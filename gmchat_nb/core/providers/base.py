@@ -52,19 +52,46 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
-    """Tokens one provider request used (zeros when the provider does not say)."""
+    """Tokens one provider request used (zeros when the provider does not say).
+
+    ``input_tokens`` counts every input token, those read from or written to the vendor's
+    prompt cache included (OpenAI's ``prompt_tokens``; Anthropic's ``input_tokens`` plus its two
+    cache counts), so ``cache_read_tokens`` and ``cache_write_tokens`` are parts of it, priced
+    apart; ``reasoning_tokens`` are part of ``output_tokens`` where the vendor reports them.
+    ``estimated`` marks counts the provider did not report (gmchat_nb counted them itself).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated: bool = False
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.estimated or other.estimated,
         )
 
     def to_dict(self) -> dict[str, int]:
-        """``{"input_tokens": ..., "output_tokens": ...}``."""
+        """``{"input_tokens": ..., "output_tokens": ...}`` (GeneralManager's ``usage``)."""
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    def details(self) -> dict[str, Any]:
+        """Every count, and whether they were estimated (usage records, ``done.cost``)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "estimated": self.estimated,
+        }
 
 
 @dataclass(frozen=True, slots=True)

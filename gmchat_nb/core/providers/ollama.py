@@ -21,6 +21,7 @@ from ._wire import (
     next_call_number,
     request_failed,
     result_text,
+    token_count,
     tool_call,
 )
 from .base import (
@@ -126,9 +127,7 @@ class OllamaProvider(SDKProvider):
                 if chunk.done:
                     finished = True
                     done_reason = chunk.done_reason
-                    usage = TokenUsage(
-                        int(chunk.prompt_eval_count or 0), int(chunk.eval_count or 0)
-                    )
+                    usage = _usage(chunk)
         except ollama.ResponseError as error:
             raise _failed(error) from None
         except pydantic.ValidationError as error:
@@ -168,7 +167,7 @@ class OllamaProvider(SDKProvider):
             raise ProviderError(f"Ollama sent a malformed response: {error}") from None
         except ConnectionError as error:
             raise request_failed("cannot reach Ollama", error) from None
-        usage = TokenUsage(int(response.prompt_eval_count or 0), int(response.eval_count or 0))
+        usage = _usage(response)
         content = response.message.content if response.message is not None else None
         if response.done_reason == "length":
             # A cut answer is broken JSON: say why rather than quote the parse error.
@@ -176,6 +175,16 @@ class OllamaProvider(SDKProvider):
                 f"the structured answer was cut short (length): {clip(content or '')}"
             )
         return StructuredReply(structured_text(content), usage)
+
+
+def _usage(response: Any) -> TokenUsage:
+    """The final line's ``prompt_eval_count`` (the whole prompt, cached part included) and
+    ``eval_count``; a count the line leaves out is 0. The SDK's response has no field for a cache
+    or reasoning count, so none is read."""
+    return TokenUsage(
+        input_tokens=token_count(response, "prompt_eval_count") or 0,
+        output_tokens=token_count(response, "eval_count") or 0,
+    )
 
 
 def to_ollama_messages(messages: list[Message]) -> list[dict[str, Any]]:

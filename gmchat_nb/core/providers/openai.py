@@ -37,6 +37,7 @@ from ._wire import (
     next_call_number,
     request_failed,
     result_text,
+    token_count,
     tool_call,
 )
 from .base import (
@@ -300,11 +301,22 @@ def _check_choice(config: Mapping[str, Any], key: str, allowed: tuple[str, ...])
 
 
 def _usage(response: Any) -> TokenUsage:
-    """A response's or a chunk's usage (zeros when the server does not report it)."""
+    """A response's or a chunk's usage: ``prompt_tokens`` (every input token, cached ones
+    included), ``completion_tokens`` (reasoning included), ``prompt_tokens_details``'
+    ``cached_tokens`` and ``cache_write_tokens``, ``completion_tokens_details``'
+    ``reasoning_tokens``. A count the server leaves out or sends as null is 0; a server that
+    reports no usage at all gives zeros (not estimated: nothing was counted)."""
     counted = getattr(response, "usage", None)
+    if counted is None:
+        return TokenUsage()
+    prompt = getattr(counted, "prompt_tokens_details", None)
+    completion = getattr(counted, "completion_tokens_details", None)
     return TokenUsage(
-        int(getattr(counted, "prompt_tokens", 0) or 0),
-        int(getattr(counted, "completion_tokens", 0) or 0),
+        input_tokens=token_count(counted, "prompt_tokens") or 0,
+        output_tokens=token_count(counted, "completion_tokens") or 0,
+        cache_read_tokens=token_count(prompt, "cached_tokens") or 0,
+        cache_write_tokens=token_count(prompt, "cache_write_tokens") or 0,
+        reasoning_tokens=token_count(completion, "reasoning_tokens") or 0,
     )
 
 

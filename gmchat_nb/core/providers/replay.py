@@ -83,7 +83,11 @@ def _event_to_json(event: ProviderEvent) -> dict[str, Any]:
             "args": event.args,
             "error": event.error,
         }
-    return {"type": "done", "usage": event.usage.to_dict(), "finish_reason": event.finish_reason}
+    return {
+        "type": "done",
+        "usage": _usage_to_json(event.usage),
+        "finish_reason": event.finish_reason,
+    }
 
 
 def _event_from_json(payload: Mapping[str, Any]) -> ProviderEvent:
@@ -102,9 +106,32 @@ def _event_from_json(payload: Mapping[str, Any]) -> ProviderEvent:
     raise ValueError(f"unknown cassette event {kind!r}")
 
 
+_EXTRA_COUNTS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+
+
+def _usage_to_json(usage: TokenUsage) -> dict[str, Any]:
+    """A usage as a cassette keeps it: the input and output counts, then the cache and reasoning
+    counts and ``estimated`` only when set (so cassettes recorded before them stay the same)."""
+    recorded: dict[str, Any] = usage.to_dict()
+    details = usage.details()
+    for name in _EXTRA_COUNTS:
+        if details[name]:
+            recorded[name] = details[name]
+    if usage.estimated:
+        recorded["estimated"] = True
+    return recorded
+
+
 def _usage_from_json(usage: Any) -> TokenUsage:
     usage = usage if isinstance(usage, Mapping) else {}
-    return TokenUsage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+    return TokenUsage(
+        input_tokens=int(usage.get("input_tokens", 0)),
+        output_tokens=int(usage.get("output_tokens", 0)),
+        cache_read_tokens=int(usage.get("cache_read_tokens", 0)),
+        cache_write_tokens=int(usage.get("cache_write_tokens", 0)),
+        reasoning_tokens=int(usage.get("reasoning_tokens", 0)),
+        estimated=usage.get("estimated") is True,
+    )
 
 
 class ReplayProvider(BaseLLMProvider):
@@ -264,7 +291,7 @@ class RecordingProvider(WrappingProvider):
         """Ask the wrapped provider (its own structured output); write the answer down."""
         key = structured_request_hash(messages, response_schema, name)
         reply = await self.inner.complete_structured(messages, response_schema, name=name)
-        recorded = {"value": reply.value, "usage": reply.usage.to_dict()}
+        recorded = {"value": reply.value, "usage": _usage_to_json(reply.usage)}
         self._append({"request_hash": key, "structured": recorded})
         return reply
 

@@ -25,6 +25,7 @@ from ..events import (
 from ..planned.catalog import Catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
+from ..providers.pricing import turn_cost
 from ..store import ConfirmationRecord, TurnLost, TurnRecord
 from ..telemetry import export_trace
 from ..trace import TurnTrace
@@ -94,6 +95,7 @@ class TurnDriving(SessionTurnIO):
         answer: list[str] = []
         mark = 0  # where the text of the model request now streaming begins
         retries = provider_retries(self.settings)  # the turn's one retry owner and its count
+        accounted = 0  # the model requests of retries.served kept as usage records
         trace = self.trace = TurnTrace(conversation_id=conversation_id, turn_id=state.turn_id)
         status = "unfinished"
         loop = tool_loop(
@@ -158,9 +160,13 @@ class TurnDriving(SessionTurnIO):
                 events = resumed_turn(loop, messages, state, *resumed)
             async for event in events:
                 sequence += 1
+                accounted = self.account(retries.served, accounted)
                 if isinstance(event, Done):
                     event = dataclasses.replace(
-                        event, attempts=retries.summary(), fallbacks=retries.fallbacks or None
+                        event,
+                        attempts=retries.summary(),
+                        fallbacks=retries.fallbacks or None,
+                        cost=turn_cost(retries.served, self.price_overrides()),
                     )
                 numbered = event.numbered(sequence)
                 if cut_off is not None:

@@ -8,13 +8,20 @@ are mixins of its ``ChatStore``), which sets the attributes declared here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..audit import AuditLog
 from ..events import Error, error_event
 from ..project.mutations import PreparedMutation
 from ..project.tools import TOOLS, ToolRun
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent
+from ..providers.pricing import (
+    PriceOverride,
+    ServedRequest,
+    overrides_from,
+    price_request,
+    usage_record,
+)
 from ..ratelimit import RateLimiter
 from ..settings import ChatSettings
 from ..store import ChatStore, ConfirmationRecord, TurnLost
@@ -51,6 +58,7 @@ class SessionTurnIO:
     _writer: TurnWriter | None
     _admitted: bool
     _waiters: dict[str, ConfirmationWaiter]
+    _price_overrides: dict[str, PriceOverride] | None = None
 
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
@@ -86,6 +94,34 @@ class SessionTurnIO:
             self._writer.usage(self.limiter.amounts(usage))
         else:
             self.limiter.record_usage(self.actor.id, usage)
+
+    def account(self, served: Sequence[ServedRequest], start: int) -> int:
+        """Keep a usage record of each model request of ``served`` from ``start`` on (with the
+        turn's next write), its cost counted against the cost budget; returns how many of
+        ``served`` are accounted for now."""
+        overrides = self.price_overrides()
+        for request in served[start:]:
+            priced = price_request(request, overrides)
+            row = usage_record(request, priced)
+            cost = self.limiter.cost_amounts(float(priced.usd) if priced.usd is not None else None)
+            if self._writer is not None:
+                self._writer.record(row)
+                self._writer.usage(cost)
+            else:
+                self.store.add_usage_records(
+                    self.actor.id, [row], conversation_id=self.conversation_id
+                )
+                if cost:
+                    self.store.record_usage(self.actor.id, "cost_microusd", cost["cost_microusd"])
+        return len(served)
+
+    def price_overrides(self) -> dict[str, PriceOverride]:
+        """The ``prices`` setting as overrides (built once per session)."""
+        built: dict[str, PriceOverride] | None = getattr(self, "_price_overrides", None)
+        if built is None:
+            built = overrides_from(self.settings.prices)
+            self._price_overrides = built
+        return built
 
     def _current(self) -> TurnWriter:  # the writer of the turn being driven
         if self._writer is None:

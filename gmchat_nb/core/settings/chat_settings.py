@@ -5,6 +5,9 @@ masked forms a settings object is written or shown in.
 A settings object checks every key when it is built (the checks live in :mod:`.checks`);
 :meth:`ChatSettings.replace` goes through :func:`~gmchat_nb.core.settings.load_settings`, imported
 when called because the loader builds settings from this module.
+
+Over 400 lines: every key's field and its check are declared here side by side, so a setting
+cannot exist without its check (tests/core/test_settings.py holds the two lists together).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..project.names import did_you_mean, quoted_or
 from ..project.targets import DEMO_TARGETS
-from . import checks, guards
+from . import checks, costs, guards
 from .checks import ChatConfigurationError, check_known, invalid, shown
 from .guards import CompletionGateSettings, InjectionSettings, LoopGuardSettings, TelemetrySettings
 from .planned import PlannedSettings, check_planned, planned_settings
@@ -85,10 +88,13 @@ class RateLimitSettings:
     tokens: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cost: float | None = None
+    """USD of model requests per window (priced as ``done.cost`` prices them), or no budget."""
 
     def __post_init__(self) -> None:
         for name in ("requests", "tokens", "input_tokens", "output_tokens"):
             object.__setattr__(self, name, checks.budget(f"rate_limit.{name}", getattr(self, name)))
+        object.__setattr__(self, "cost", costs.cost_budget("rate_limit.cost", self.cost))
         window = checks.int_at_least(1)("rate_limit.window_seconds", self.window_seconds)
         object.__setattr__(self, "window_seconds", window)
 
@@ -218,6 +224,7 @@ class ChatSettings:
     tool_strategy: ToolStrategy = "discovery"
     recover_missing_tool_calls: bool = False
     charts: bool = True
+    prices: Mapping[str, Mapping[str, float | int]] = field(default_factory=_empty)
     system_prompt: str = ""
     max_recent_messages: int = 20
     summarize_after: int = 10
@@ -343,6 +350,7 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "tool_strategy": checks.choice(TOOL_STRATEGIES),
         "recover_missing_tool_calls": checks.boolean,
         "charts": checks.boolean,
+        "prices": costs.prices,
         "system_prompt": checks.string,
         "max_recent_messages": checks.int_at_least(1),
         "summarize_after": checks.int_at_least(1),

@@ -54,6 +54,7 @@ from .retention import Retention
 from .schema import SCHEMA_VERSION, StoreVersionError
 from .turns import TurnConflict, TurnLost, Turns, input_hash
 from .usage import UsageCounters
+from .usage_records import UsageRecords
 
 __all__ = [
     "CONFIRMATION_STATES",
@@ -87,6 +88,7 @@ class ChatStore(
     EventJournal,
     Confirmations,
     UsageCounters,
+    UsageRecords,
     Retention,
 ):
     """Conversations, messages, confirmations, the event journal and usage counters.

@@ -123,7 +123,34 @@ UPDATE turns SET actor_id = c.actor_id FROM conversations c
 CREATE INDEX IF NOT EXISTS turns_by_actor ON turns (actor_id, id)
 """
 
-MIGRATIONS: Final[dict[int, str]] = {3: _VERSION_3, 4: _VERSION_4, 5: _VERSION_5}
+_VERSION_6: Final = """
+CREATE TABLE IF NOT EXISTS usage_records (
+    id BIGSERIAL PRIMARY KEY,
+    actor_id TEXT NOT NULL,
+    conversation_id TEXT,
+    turn_id TEXT,
+    provider TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    cache_read_tokens BIGINT NOT NULL,
+    cache_write_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    reasoning_tokens BIGINT NOT NULL,
+    estimated INTEGER NOT NULL,
+    latency_ms DOUBLE PRECISION NOT NULL,
+    cost_usd TEXT,
+    price_source TEXT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_records_by_actor ON usage_records (actor_id, at);
+CREATE INDEX IF NOT EXISTS usage_records_by_turn ON usage_records (conversation_id, turn_id)
+"""
+
+MIGRATIONS: Final[dict[int, str]] = {
+    3: _VERSION_3,
+    4: _VERSION_4,
+    5: _VERSION_5,
+    6: _VERSION_6,
+}
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""
 

@@ -10,6 +10,7 @@ from .database import Database, time_or_now
 __all__ = ["Retention"]
 
 _DAY_SECONDS: Final = 86400.0
+_YEAR_SECONDS: Final = 366 * _DAY_SECONDS
 
 
 class Retention(Database):
@@ -20,14 +21,16 @@ class Retention(Database):
 
         Conversations not updated within the ttl go with everything they own; resolved or expired
         confirmations resolved (or expired) before the ttl go too; usage rows go once older than
-        both the ttl and one day. Keys: ``conversations``, ``messages``, ``events``,
-        ``confirmations``, ``usage``.
+        both the ttl and one day; usage records (what each model request cost) once older than
+        both the ttl and a year, so a year of spending can be summed. Keys: ``conversations``,
+        ``messages``, ``events``, ``confirmations``, ``usage``, ``usage_records``.
         """
         if not math.isfinite(ttl_hours) or ttl_hours < 0:
             raise ValueError(f"ttl_hours must be a non-negative number, not {ttl_hours!r}")
         at = time_or_now(now)
         cutoff = at - ttl_hours * 3600.0
         usage_cutoff = at - max(ttl_hours * 3600.0, _DAY_SECONDS)
+        records_cutoff = at - max(ttl_hours * 3600.0, _YEAR_SECONDS)
         stale = "SELECT id FROM conversations WHERE updated_at < ?"
         with self._write() as connection:
 
@@ -60,10 +63,14 @@ class Retention(Database):
             # A running total counts the rows after its window's start, so only one that starts
             # before the cutoff can hold deleted rows; it goes and is summed afresh on next use.
             connection.execute("DELETE FROM usage_totals WHERE window_start < ?", (usage_cutoff,))
+            records = connection.execute(
+                "DELETE FROM usage_records WHERE at < ?", (records_cutoff,)
+            ).rowcount
         return {
             "conversations": conversations,
             "messages": messages,
             "events": events,
             "confirmations": owned_confirmations + confirmations,
             "usage": usage,
+            "usage_records": records,
         }

@@ -7,7 +7,7 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
@@ -16,7 +16,8 @@ file gets the columns, positions numbered in journal order, when it is opened. V
 an admitted turn's ``input`` (its text), so a turn a crash cut off can be run again. Version 5
 gives turns their ``actor_id`` (a turn id names one turn per actor, whatever its conversation),
 the ``scope`` of the servers that may take them over, the ``lease_expires_at`` their driving
-process renews, and the ``committed_sequence`` their stored messages cover."""
+process renews, and the ``committed_sequence`` their stored messages cover. Version 6 adds
+``usage_records`` (a table only): one row per model request, its tokens, latency and cost."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -108,6 +109,26 @@ CREATE TABLE IF NOT EXISTS usage_totals (
     total INTEGER NOT NULL,
     PRIMARY KEY (actor_id, counter, window_seconds)
 ) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS usage_records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    actor_id TEXT NOT NULL,
+    conversation_id TEXT,
+    turn_id TEXT,
+    provider TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    estimated INTEGER NOT NULL,
+    latency_ms REAL NOT NULL,
+    cost_usd TEXT,
+    price_source TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_records_by_actor ON usage_records (actor_id, at);
+CREATE INDEX IF NOT EXISTS usage_records_by_turn ON usage_records (conversation_id, turn_id);
 """
 
 

@@ -11,7 +11,7 @@ or closed it) can never add a second run's events or a second terminal event (:c
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .conversations import touch
@@ -26,6 +26,7 @@ from .records import (
     TurnRecord,
 )
 from .usage import add_usage
+from .usage_records import insert_usage_records
 
 __all__ = [
     "TurnConflict",
@@ -145,11 +146,13 @@ class Turns(Database):
         lease_until: float | None = None,
         committed_sequence: int | None = None,
         usage: tuple[str, Mapping[str, int]] | None = None,
+        records: Sequence[Mapping[str, Any]] = (),
         fenced: bool = False,
     ) -> dict[int, int]:
         """Append a turn's new messages (keyword arguments of :meth:`append_message`, with
-        ``role``), journal its new events and count its provider ``usage`` (actor id, counter ->
-        amount), all in one transaction; returns the events' journal positions by sequence.
+        ``role``), journal its new events, count its provider ``usage`` (actor id, counter ->
+        amount) and keep its model requests' usage ``records`` (of that actor), all in one
+        transaction; returns the events' journal positions by sequence.
 
         ``fenced``: the write applies only while ``owner`` drives the turn, and moves its
         ``state``, lease and ``committed_sequence`` (else :class:`TurnLost`, nothing written).
@@ -159,7 +162,14 @@ class Turns(Database):
         rows = [message_row_of(message, turn_id) for message in messages]
         journal = journal_rows(events)
         amounts = usage[1] if usage is not None else {}
-        if not rows and not journal and not amounts and state is None and not fenced:
+        if (
+            not rows
+            and not journal
+            and not amounts
+            and not records
+            and state is None
+            and not fenced
+        ):
             return {}
         with self._write() as connection:
             at = self.now()
@@ -183,6 +193,8 @@ class Turns(Database):
             positions = insert_events(connection, conversation_id, turn_id, journal, at)
             if usage is not None and amounts:
                 add_usage(connection, usage[0], amounts, at)
+            if usage is not None and records:
+                insert_usage_records(connection, usage[0], conversation_id, turn_id, records, at)
         return positions
 
     def admitted_turn(self, actor_id: str, turn_id: str) -> TurnRecord | None:

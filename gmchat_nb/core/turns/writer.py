@@ -74,6 +74,7 @@ class TurnWriter:
         self._messages: list[dict[str, Any]] = []
         self._events: list[tuple[int, dict[str, Any]]] = []
         self._usage: dict[str, int] = {}
+        self._records: list[dict[str, Any]] = []
         self._last_sequence = 0  # the latest event queued
         self._timer: asyncio.TimerHandle | None = None
 
@@ -97,10 +98,14 @@ class TurnWriter:
         for counter, amount in amounts.items():
             self._usage[counter] = self._usage.get(counter, 0) + int(amount)
 
+    def record(self, row: Mapping[str, Any]) -> None:
+        """Queue one model request's usage record (written with the next write)."""
+        self._records.append(dict(row))
+
     @property
     def pending(self) -> bool:
         """Whether anything is queued."""
-        return bool(self._messages or self._events or self._usage)
+        return bool(self._messages or self._events or self._usage or self._records)
 
     @property
     def last_sequence(self) -> int:
@@ -132,6 +137,7 @@ class TurnWriter:
         messages = self._messages + ([note] if note is not None else [])
         events = self._events + ([end] if end is not None else [])
         usage = self._usage
+        records = self._records
         committed = max(self._last_sequence, end[0] if end else 0) if step else None
         try:
             positions = self.owner.store.record_turn(
@@ -143,13 +149,14 @@ class TurnWriter:
                 owner=self.owner.owner,
                 lease_until=self.owner.lease_until(),
                 committed_sequence=committed,
-                usage=(self.actor_id, usage) if usage else None,
+                usage=(self.actor_id, usage) if usage or records else None,
+                records=records,
                 fenced=True,
             )
         except TurnLost:
             self.lost = True
             raise
-        self._messages, self._events, self._usage = [], [], {}
+        self._messages, self._events, self._usage, self._records = [], [], {}, []
         self.positions.update(positions)
 
     async def write_eventually(self, write: Callable[[], None], *, within: float) -> None:
