@@ -68,6 +68,7 @@ from .providers.base import (
     ToolDefinition,
 )
 from .providers.completion import completed_events
+from .providers.pricing import estimate_request
 from .trace import TurnTrace
 from .turn_state import Decision, LoopLimits, Transport, TurnIO, TurnState, Waiter
 
@@ -169,7 +170,10 @@ class ToolLoop:
             if state.rounds >= self.limits.max_rounds:
                 yield error_event("turn_limit")
                 return
-            refused = await self.io.check_rate()
+            serving = self.retries.serving(self.provider)
+            refused = await self.io.check_rate(
+                estimate_request(serving.label, serving.name, messages, self.tools)
+            )
             if refused is not None:
                 yield refused
                 return

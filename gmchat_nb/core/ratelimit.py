@@ -163,10 +163,27 @@ class RateLimiter:
         round): refuses when any budget is at or over its limit."""
         return self._admit(actor_id, {}, self._budgets)
 
-    def check_tokens(self, actor_id: str) -> RateDecision:
+    def check_tokens(self, actor_id: str, *, reserve_micro: int = 0) -> RateDecision:
         """The check inside a turn (before each provider round, summary or tool): the turn's
-        request was already admitted, so only an exhausted token budget refuses."""
-        return self._admit(actor_id, {}, self._token_budgets)
+        request was already admitted, so only an exhausted token budget refuses.
+
+        ``reserve_micro`` (the next request's estimated input cost, millionths of a USD) is
+        reserved against the cost budget in the same transaction: refused when the window's
+        spend and reservations plus it would pass the budget, else counted, so requests racing
+        for the last of a budget never all pass it."""
+        limits = dict(self._token_budgets)
+        budget = limits.get("cost_microusd")
+        if budget is None or reserve_micro <= 0:
+            return self._admit(actor_id, {}, limits)
+        # the store refuses a counter at or over its limit before adding: lowering the limit by
+        # the reservation refuses exactly when spent + reservation would pass the budget
+        limits["cost_microusd"] = max(1, budget - reserve_micro + 1)
+        return self._admit(actor_id, {"cost_microusd": reserve_micro}, limits)
+
+    @property
+    def cost_budget_micro(self) -> int | None:
+        """The cost budget in millionths of a USD, or ``None``."""
+        return self._budgets.get("cost_microusd")
 
     def record_usage(self, actor_id: str, usage: TokenUsage) -> None:
         """Count one provider response's tokens (``input_tokens``, ``output_tokens`` and their

@@ -13,6 +13,7 @@ from .events import Error
 from .project.mutations import PreparedMutation
 from .project.tools import ToolRun
 from .providers.base import Message, TokenUsage, ToolCallEvent
+from .providers.pricing import ServedRequest
 
 __all__ = ["Decision", "LoopLimits", "Transport", "TurnIO", "TurnState", "Waiter"]
 
@@ -87,9 +88,10 @@ class TurnIO(Protocol):
         """Store one new message of the turn."""
         ...
 
-    async def check_rate(self) -> Error | None:
+    async def check_rate(self, estimate: ServedRequest | None = None) -> Error | None:
         """An error event when a budget forbids another provider round (the turn's progress is
-        written first: a store away for a moment is waited for)."""
+        written first: a store away for a moment is waited for); ``estimate`` is that round's
+        request, whose input a cost budget reserves."""
         ...
 
     async def checkpoint(self) -> None:

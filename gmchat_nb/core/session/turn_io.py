@@ -59,6 +59,7 @@ class SessionTurnIO:
     _admitted: bool
     _waiters: dict[str, ConfirmationWaiter]
     _price_overrides: dict[str, PriceOverride] | None = None
+    _reserved_micro: int = 0  # what the last check reserved of the cost budget, until used
 
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
@@ -70,7 +71,7 @@ class SessionTurnIO:
         writer = self._current()
         await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
 
-    async def check_rate(self) -> Error | None:
+    async def check_rate(self, estimate: ServedRequest | None = None) -> Error | None:
         """Before each provider round: write what the turn has so far (as :meth:`checkpoint`),
         stop if the turn was cancelled (by any process: the command is in the store) or taken
         over, then check budgets."""
@@ -83,8 +84,10 @@ class SessionTurnIO:
             if record is not None and record.owner != self.turns.owner:
                 writer.lost = True
                 raise TurnLost(f"turn {writer.turn_id} was taken over by another process")
-        decision = self.limiter.check_tokens(self.actor.id)
+        reserve = self._reservation(estimate)
+        decision = self.limiter.check_tokens(self.actor.id, reserve_micro=reserve)
         if decision.allowed:
+            self._reserved_micro = reserve
             return None
         return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds)
 
@@ -95,15 +98,30 @@ class SessionTurnIO:
         else:
             self.limiter.record_usage(self.actor.id, usage)
 
+    def _reservation(self, estimate: ServedRequest | None) -> int:
+        """What a cost budget reserves for the request ``estimate`` is about to send: its
+        estimated input cost (0 without a cost budget or a known price)."""
+        if estimate is None or self.limiter.cost_budget_micro is None:
+            return 0
+        priced = price_request(estimate, self.price_overrides())
+        return self.limiter.cost_amounts(float(priced.usd) if priced.usd is not None else None).get(
+            "cost_microusd", 0
+        )
+
     def account(self, served: Sequence[ServedRequest], start: int) -> int:
         """Keep a usage record of each model request of ``served`` from ``start`` on (with the
-        turn's next write), its cost counted against the cost budget; returns how many of
-        ``served`` are accounted for now."""
+        turn's next write), its cost counted against the cost budget less what its check
+        reserved (a cost below the reservation keeps the reservation: a budget is never given
+        back more than was spent); returns how many of ``served`` are accounted for now."""
         overrides = self.price_overrides()
         for request in served[start:]:
             priced = price_request(request, overrides)
             row = usage_record(request, priced)
             cost = self.limiter.cost_amounts(float(priced.usd) if priced.usd is not None else None)
+            reserved, self._reserved_micro = self._reserved_micro, 0
+            if cost and reserved:
+                rest = cost["cost_microusd"] - reserved
+                cost = {"cost_microusd": rest} if rest > 0 else {}
             if self._writer is not None:
                 self._writer.record(row)
                 self._writer.usage(cost)

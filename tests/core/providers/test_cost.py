@@ -1,10 +1,11 @@
 """What a turn costs: each model request priced with genai-prices (cache-aware) or the ``prices``
 setting, unknown prices ``None`` (never 0), models that run here free and said so; ``done.cost``
 of real turns through the SDK adapters against the vendor wire-format server; the usage records
-a turn leaves and their roll-ups; the ``rate_limit.cost`` budget."""
+a turn leaves and their roll-ups; the ``rate_limit.cost`` budget, alone and under a race."""
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +24,7 @@ from gmchat_nb.core.providers.pricing import (
     turn_cost,
 )
 from gmchat_nb.core.providers.registry import create_provider
+from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.core.settings import load_settings
 
 from ...vendor_server import Reply, ToolCallSpec, VendorServer
@@ -198,3 +200,38 @@ def test_a_vendor_s_odd_counts_never_give_a_negative_cost() -> None:
     assert override.cost(TokenUsage(10, 0, cache_read_tokens=20)) == Decimal("0.00001")
     odd = price_request(served("openai:gpt-4.1-mini", "openai", TokenUsage(10, 0, 20)))
     assert odd.usd is not None and odd.usd >= 0
+
+
+async def test_a_cost_budget_under_a_twenty_way_race_admits_no_more_than_it_holds(
+    tmp_path: Any,
+) -> None:
+    """Twenty turns of one user, on one store, race for a budget: before its request each
+    reserves the request's estimated input cost in the same transaction that checks the
+    budget, so the requests admitted fit in it and the first that would pass it is refused."""
+    store = str(tmp_path / "race.sqlite3")
+    budget = 0.012
+    settings: dict[str, Any] = {
+        "store": store,
+        "rate_limit": {"cost": budget, "window_seconds": 600},
+        # the answer itself costs nothing: only the reservations spend the budget
+        "prices": {"scripted": {"input": 1.0, "output": 0.0}},
+    }
+    chats = [
+        Chat(provider=ScriptedProvider({"rounds": [{"text": "Done."}]}), **settings)
+        for _ in range(20)
+    ]
+    try:
+        turns = await asyncio.gather(*(chat.ask("Which parts are there?") for chat in chats))
+        answered = [turn for turn in turns if turn.error is None]
+        refused = [turn for turn in turns if turn.error is not None]
+        assert {turn.error["code"] for turn in refused} == {"rate_limited"}  # type: ignore[index]
+        session = await chats[0].session()
+        reserved = sum(amount for _, amount in session.store.usage(
+            session.actor.id, "cost_microusd", since=0))  # fmt: skip
+        each = reserved // len(answered)
+        assert reserved == each * len(answered)  # one reservation per answered turn
+        assert reserved <= budget * 1_000_000 < reserved + each  # as many as fit, no more
+        assert 1 < len(answered) < 20
+    finally:
+        for chat in chats:
+            await chat.aclose()
