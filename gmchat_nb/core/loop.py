@@ -28,6 +28,7 @@ confirmations, guardrails) share one turn's state and the :class:`TurnIO` it is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import AsyncIterator
@@ -171,8 +172,10 @@ class ToolLoop:
                 yield error_event("turn_limit")
                 return
             serving = self.retries.serving(self.provider)
-            refused = await self.io.check_rate(
-                estimate_request(serving.label, serving.name, messages, self.tools)
+            refused = await self.io.check_rate(  # estimated only when a cost budget asks
+                functools.partial(
+                    estimate_request, serving.label, serving.name, messages, self.tools
+                )
             )
             if refused is not None:
                 yield refused

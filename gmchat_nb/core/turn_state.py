@@ -6,6 +6,7 @@ only."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -88,10 +89,10 @@ class TurnIO(Protocol):
         """Store one new message of the turn."""
         ...
 
-    async def check_rate(self, estimate: ServedRequest | None = None) -> Error | None:
+    async def check_rate(self, estimate: Callable[[], ServedRequest] | None = None) -> Error | None:
         """An error event when a budget forbids another provider round (the turn's progress is
-        written first: a store away for a moment is waited for); ``estimate`` is that round's
-        request, whose input a cost budget reserves."""
+        written first: a store away for a moment is waited for); ``estimate`` gives that
+        round's request, whose input a cost budget reserves (called only when there is one)."""
         ...
 
     async def checkpoint(self) -> None:

@@ -71,7 +71,7 @@ class SessionTurnIO:
         writer = self._current()
         await writer.write_eventually(writer.flush, within=STEP_RETRY_SECONDS)
 
-    async def check_rate(self, estimate: ServedRequest | None = None) -> Error | None:
+    async def check_rate(self, estimate: Callable[[], ServedRequest] | None = None) -> Error | None:
         """Before each provider round: write what the turn has so far (as :meth:`checkpoint`),
         stop if the turn was cancelled (by any process: the command is in the store) or taken
         over, then check budgets."""
@@ -98,12 +98,13 @@ class SessionTurnIO:
         else:
             self.limiter.record_usage(self.actor.id, usage)
 
-    def _reservation(self, estimate: ServedRequest | None) -> int:
-        """What a cost budget reserves for the request ``estimate`` is about to send: its
-        estimated input cost (0 without a cost budget or a known price)."""
+    def _reservation(self, estimate: Callable[[], ServedRequest] | None) -> int:
+        """What a cost budget reserves for the request ``estimate`` gives: its estimated input
+        cost (0 without a cost budget or a known price; without a budget nothing is estimated,
+        so a turn pays for the estimate only when a budget needs it)."""
         if estimate is None or self.limiter.cost_budget_micro is None:
             return 0
-        priced = price_request(estimate, self.price_overrides())
+        priced = price_request(estimate(), self.price_overrides())
         return self.limiter.cost_amounts(float(priced.usd) if priced.usd is not None else None).get(
             "cost_microusd", 0
         )
