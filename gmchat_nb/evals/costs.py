@@ -218,19 +218,31 @@ def run_budget_problems(
     """Each provider's run over a run budget, one text each (``offline: 1,234 tokens, 234 over
     max_tokens 1,000``); empty when every run stayed within. ``names`` are the budgets' names
     in the texts (the command line's ``--max-cost``, ``--max-tokens``)."""
-    problems = []
+    verdicts = _run_verdicts(results, providers, max_cost_usd, max_tokens, names)
+    return [f"{cost.provider}: {problem}" for cost, over in verdicts for problem in over]
+
+
+def _run_verdicts(
+    results: Sequence[CaseResult],
+    providers: Sequence[str] | None,
+    max_cost_usd: float | None,
+    max_tokens: int | None,
+    names: Sequence[str],
+) -> list[tuple[ProviderCost, list[str]]]:
+    """Each provider's run cost and what it went over (empty: within)."""
+    verdicts = []
     for provider, own in _by_provider(results, providers).items():
         cost = provider_cost(provider, own)
-        for problem in _over(
+        over = _over(
             cost.tokens,
             cost.cost_usd,
             _run_reason(cost),
             max_cost_usd=max_cost_usd,
             max_tokens=max_tokens,
             names=names,
-        ):
-            problems.append(f"{provider}: {problem}")
-    return problems
+        )
+        verdicts.append((cost, list(over)))
+    return verdicts
 
 
 def budget_lines(
@@ -251,19 +263,10 @@ def budget_lines(
     if max_tokens is not None:
         limits.append(f"{names[1]} {max_tokens:,}")
     lines = [f"Budget: {', '.join(limits)} per provider"]
-    for provider, own in _by_provider(results, providers).items():
-        cost = provider_cost(provider, own)
-        over = _over(
-            cost.tokens,
-            cost.cost_usd,
-            _run_reason(cost),
-            max_cost_usd=max_cost_usd,
-            max_tokens=max_tokens,
-            names=names,
-        )
+    for cost, over in _run_verdicts(results, providers, max_cost_usd, max_tokens, names):
         verdict = "OVER (" + "; ".join(over) + ")" if over else "within"
         lines.append(
-            f"  {provider}: {money_text(cost.cost_usd)}, {cost.tokens:,} tokens: {verdict}"
+            f"  {cost.provider}: {money_text(cost.cost_usd)}, {cost.tokens:,} tokens: {verdict}"
         )
     return lines
 
