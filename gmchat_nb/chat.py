@@ -338,6 +338,22 @@ class Chat:
         """Approve (or reject) the mutation a running turn waits for."""
         return self._session.confirm(confirmation_id, confirmed) if self._session else False
 
+    async def decide(self, confirmation_id: str, confirmed: bool = True) -> list[dict[str, Any]]:
+        """Approve (or reject) a mutation that waits in the store rather than in a turn running
+        here -- a change an agent asked for over ``gmchat mcp``, or a turn a stream left at its
+        confirmation -- in whichever of your conversations holds it (which becomes the current
+        one). Returns the events of the rest of its turn (the mutation's ``tool_result``...,
+        ``done``). The decision is claimed once in the store: one made elsewhere first, an
+        expired or an unknown id gives a single ``bad_event`` error and nothing runs."""
+        if self.confirm(confirmation_id, confirmed):
+            return []
+        session = await self.session()
+        holder = session.store.pending_conversation(self.actor.id, confirmation_id)
+        if holder is not None and not session.busy:
+            session.conversation_id = holder
+        events = session.resume(confirmation_id, bool(confirmed), transport="sse")
+        return [event.to_dict() async for event in events]
+
     # -- conversations -------------------------------------------------------------------------
 
     @property

@@ -62,6 +62,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _cleanup(options)
     if options.command == "doctor":
         return _doctor(options)
+    if options.command == "mcp":
+        return _mcp(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -120,6 +122,16 @@ def _parser() -> argparse.ArgumentParser:
         help="a provider setting over the settings file's, e.g. max_tokens=128 (repeatable)",
     )
     ask.add_argument("--json", action="store_true", help="print one JSON event per line")
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the chat's tools to an agent over MCP (stdio)",
+        description="Run an MCP server on stdin/stdout with the chat's tools and settings "
+        "(project, exposed managers, allowed and confirmed mutations, headers, rate limits, "
+        "audit). Needs the [mcp] extra.",
+    )
+    mcp.add_argument("--project", help="demo, large, or a GraphQL URL (default: settings)")
+    mcp.add_argument("--config", help="a YAML settings file")
+    mcp.add_argument("--store", help="the conversation store (a path, or :memory:)")
     cleanup = commands.add_parser(
         "cleanup",
         help="delete conversations older than ttl_hours from the store",
@@ -362,6 +374,35 @@ async def ask_and_summarize(
         for line in orchestration_lines(chat.turns[-1].events):
             print(line, file=out)
     return status
+
+
+def _mcp(options: argparse.Namespace) -> int:
+    from .core.settings import ChatConfigurationError, load_settings
+
+    overrides = {
+        key: value
+        for key, value in (("project", options.project), ("store", options.store))
+        if value is not None
+    }
+    try:
+        settings = load_settings(options.config, **overrides)
+        from .mcp_server.stdio import serve_stdio
+    except (ChatConfigurationError, ValueError) as error:
+        return _usage(str(error))
+    except ImportError as error:
+        print(
+            f"gmchat mcp needs the [mcp] extra (pip install 'gmchat_nb[mcp]'): {error}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    try:
+        asyncio.run(serve_stdio(settings))
+    except (ChatConfigurationError, ValueError) as error:
+        return _usage(str(error))
+    except ConnectionError as error:
+        print(f"gmchat: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return 0
 
 
 def _cleanup(options: argparse.Namespace) -> int:

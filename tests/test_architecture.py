@@ -67,10 +67,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life.
     ("gmchat_nb.core.turns",),
     ("gmchat_nb.core.session",),
+    # The chat's tools for agents (MCP's core, without the SDK): reads, and changes as turns.
+    ("gmchat_nb.core.agent",),
     # Charts in Python (``turn.charts``, ``chart_spec``): public API that ``Chat`` builds on.
     ("gmchat_nb.charts",),
     # Surfaces. ``Chat`` is the notebook API the adapters below it wrap.
     ("gmchat_nb.chat",),
+    # The MCP server over the agent tools (the official SDK), which stdio and the extension serve.
+    ("gmchat_nb.mcp_server",),
     ("gmchat_nb.widget", "gmchat_nb.server_ext", "gmchat_nb.terminal"),
     # The public API package (``%load_ext`` wires in the widget) and the ``gmchat`` command.
     ("gmchat_nb", "gmchat_nb.cli"),
@@ -78,14 +82,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gmchat_nb.evals",),
 )
 
-SESSION = "gmchat_nb.core.session"  # the highest layer of core; the surfaces are above it
+CORE_TOP = "gmchat_nb.core.agent"  # the highest layer of core; the surfaces are above it
 
 # Units that stand only for their own ``__init__``, not for the modules inside them.
 CONTAINER_UNITS = frozenset({"gmchat_nb", "gmchat_nb.core"})
 
 # Notebook and server libraries that only the surfaces (widget, server_ext) may use.
 SURFACE_LIBRARIES = frozenset(
-    {"IPython", "ipywidgets", "anywidget", "traitlets", "tornado", "jupyter_server"}
+    {"IPython", "ipywidgets", "anywidget", "traitlets", "tornado", "jupyter_server", "mcp"}
 )
 
 
@@ -314,7 +318,7 @@ def test_imports_only_go_down_the_layers() -> None:
 
 def test_core_never_imports_a_surface() -> None:
     # The layers hold this too; this names the promise of docs/architecture.md on its own.
-    surfaces = {unit for layer in LAYERS[_layer_of(SESSION) + 1 :] for unit in layer}
+    surfaces = {unit for layer in LAYERS[_layer_of(CORE_TOP) + 1 :] for unit in layer}
     crossing = [
         item.describe()
         for item in IMPORTS
@@ -338,7 +342,7 @@ TURN_ROWS = frozenset({"gmchat_nb.core.store.turns", "gmchat_nb.core.store.admis
 
 
 def test_surfaces_never_reach_into_a_turn_s_rows() -> None:
-    surfaces = {unit for layer in LAYERS[_layer_of(SESSION) + 1 :] for unit in layer}
+    surfaces = {unit for layer in LAYERS[_layer_of(CORE_TOP) + 1 :] for unit in layer}
     crossing = [
         item.describe()
         for item in IMPORTS

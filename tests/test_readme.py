@@ -33,6 +33,7 @@ PAGES = (
     "charts",
     "cost",
     "server",
+    "mcp",
     "providers",
     "evals",
     "planned",

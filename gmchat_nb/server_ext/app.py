@@ -25,12 +25,15 @@ from .durable import (
     TurnsHandler,
 )
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
+from .mcp import MCPBridge, MCPHandler, MCPMissingHandler, mcp_installed
 from .sessions import ChatRuntime
 from .sse import StreamHandler
 from .usage import UsageHandler
 from .websocket import ChatSocket
 
 __all__ = ["GMChat"]
+
+MCP_ROUTE = "/gmchat/mcp/?"  # under base_url, fixed: the chat setting url moves the chat's routes
 
 
 class GMChat(ExtensionApp):
@@ -71,6 +74,7 @@ class GMChat(ExtensionApp):
     )
 
     runtime: ChatRuntime | None = None
+    mcp_bridge: MCPBridge | None = None
 
     def chat_config(self) -> ChatSettings:
         """The effective chat settings: file, then ``chat_settings``, then set traits."""
@@ -136,11 +140,23 @@ class GMChat(ExtensionApp):
                 ),
                 (prefix + "/usage/?", UsageHandler, common),
                 (prefix + "/ws", ChatSocket, common),
+                self._mcp_route(common),
             ]
         )
         self.log.info("gmchat routes under %s", prefix)
 
+    def _mcp_route(self, common: dict[str, Any]) -> tuple[str, type[Any], dict[str, Any]]:
+        """``{base_url}gmchat/mcp`` (whatever the chat's ``url``): the agents' MCP endpoint, or,
+        without the ``[mcp]`` extra, a route that says so (501)."""
+        if not mcp_installed():
+            return (MCP_ROUTE, MCPMissingHandler, common)
+        assert self.runtime is not None
+        self.mcp_bridge = MCPBridge(self.runtime, max_body_bytes=self.max_body_bytes)
+        return (MCP_ROUTE, MCPHandler, {**common, "bridge": self.mcp_bridge})
+
     async def stop_extension(self) -> None:
-        """Cancel running turns, then close the project and the store."""
+        """Stop the agents' MCP servers, cancel running turns, close the project and the store."""
+        if self.mcp_bridge is not None:
+            await self.mcp_bridge.aclose()
         if self.runtime is not None:
             await self.runtime.aclose()

@@ -74,13 +74,22 @@ CHART = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/chart"
 CONVERSATION_TURNS = "/gmchat/chat/conversations/{conversation_id}/turns/"
 USAGE = "/gmchat/chat/usage/"
 SOCKET = "/gmchat/chat/ws"
+MCP = "/gmchat/mcp"  # fixed under base_url, whatever the chat's url
 
 Outcome = tuple[str, str, int, str | None]  # (path, method, status, error code or None)
 EXERCISED: set[Outcome] = set()
 
-# Documented outcomes no real server here can produce, each with why. None so far: a broken
-# store gives every 503, a slow turn every busy 409, a pruned journal the 410.
-EXEMPT: dict[Outcome, str] = {}
+# Documented outcomes no real server here can produce, each with why. A broken store gives
+# every other 503, a slow turn every busy 409, a pruned journal the 410.
+EXEMPT: dict[Outcome, str] = {
+    **{
+        (MCP, method, 501, "jupyter"): "every test environment has the [mcp] extra; "
+        "test_mcp_http.py makes the SDK unimportable and gets this 501"
+        for method in ("get", "post", "delete")
+    },
+    (MCP, "post", 503, "jsonrpc"): "a project that cannot be connected (a broken store still "
+    "answers tools/call, with isError); test_mcp_http.py gets this 503",
+}
 
 
 # -- reading the document -------------------------------------------------------------------------
@@ -129,11 +138,14 @@ def resolve(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def schema_codes(schema: dict[str, Any]) -> set[str]:
-    """The error codes a response schema allows: ``jupyter`` for Jupyter's own body, the enum
-    (or const) of a refusal's ``events[0].code`` or a durable body's ``error``."""
+    """The error codes a response schema allows: ``jupyter`` for Jupyter's own body,
+    ``jsonrpc`` for the MCP endpoint's JSON-RPC error, the enum (or const) of a refusal's
+    ``events[0].code`` or a durable body's ``error``."""
     if "$ref" in schema:
         if schema["$ref"].endswith("/JupyterError"):
             return {"jupyter"}
+        if schema["$ref"].endswith("/JsonRpcError"):
+            return {"jsonrpc"}
         const = resolve(schema).get("properties", {}).get("error", {}).get("const")
         return {const} if const else set()
     codes: set[str] = set()
@@ -224,6 +236,8 @@ def outcome_code(status: int, content_type: str, data: bytes) -> str | None:
     if status < 400 or not content_type.startswith("application/json"):
         return None
     body = json.loads(data)
+    if "jsonrpc" in body:
+        return "jsonrpc"
     if "events" in body:
         return str(body["events"][0]["code"])
     return str(body["error"]) if "error" in body else "jupyter"
@@ -255,7 +269,7 @@ def validated(
         valid_request=valid_request,
     )
     if content_type.startswith("application/json"):
-        return json.loads(body)
+        return json.loads(body) if body else None  # (the MCP endpoint's 202 has no body)
     return sse_frames(body) if content_type.startswith("text/event-stream") else None
 
 
@@ -1215,12 +1229,69 @@ def test_websocket_handshake_refusals(plain: Server) -> None:
     validated(no_version, SOCKET)
 
 
+# -- the MCP endpoint -----------------------------------------------------------------------------
+
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+LATER_REVISION = "2026-07-28"  # a protocol revision without a handshake: one request per POST
+
+
+def test_mcp(plain: Server) -> None:
+    """One stateless JSON-RPC exchange per POST: requests, a notification, every refusal."""
+    url = plain.url + "gmchat/mcp"
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"},
+        },
+    }
+    started = validated(post(url, initialize, headers=MCP_ACCEPT), MCP, valid_request=True)
+    assert started["result"]["serverInfo"]["name"] == "gmchat"
+    arguments = {"manager": "Part", "fields": ["name"], "limit": 1}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "query", "arguments": arguments},
+    }
+    answered = validated(post(url, call, headers=MCP_ACCEPT), MCP, valid_request=True)
+    assert len(answered["result"]["structuredContent"]["rows"]) == 1
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    accepted = post(url, notification, headers=MCP_ACCEPT)
+    validated(accepted, MCP, valid_request=True)
+    assert accepted.status_code == 202
+    refused(post(url, b"{not json", headers=MCP_ACCEPT), MCP, 400, "jsonrpc")
+    as_text = {**MCP_ACCEPT, "Content-Type": "text/plain"}
+    refused(post(url, call, headers=as_text), MCP, 400, "jsonrpc")
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": LATER_REVISION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    unknown = {"jsonrpc": "2.0", "id": 3, "method": "no/such", "params": {"_meta": meta}}
+    later = {**MCP_ACCEPT, "MCP-Protocol-Version": LATER_REVISION, "Mcp-Method": "no/such"}
+    refused(post(url, unknown, headers=later), MCP, 404, "jsonrpc")
+    refused(post(url, call, headers={"Accept": "text/html"}), MCP, 406, "jsonrpc")
+    padded = {**call, "params": {**call["params"], "pad": "x" * MAX_BODY}}
+    refused(post(url, padded, headers=MCP_ACCEPT), MCP, 413, "jsonrpc")
+    refused(post(url, call, headers={**MCP_ACCEPT, "Origin": EVIL}), MCP, 403, "jsonrpc")
+    for method in ("GET", "DELETE"):
+        stateless = httpx.request(method, url, headers=AUTH, timeout=30)
+        refused(stateless, MCP, 405, "jsonrpc")
+        assert stateless.headers["allow"] == "POST"
+        cross = httpx.request(method, url, headers={**AUTH, "Origin": EVIL}, timeout=30)
+        refused(cross, MCP, 403, "jsonrpc")
+
+
 # -- cookies: XSRF and Origin ---------------------------------------------------------------------
 
 
 def test_cookie_requests_need_xsrf_and_an_allowed_origin(plain: Server) -> None:
     """A browser's login cookie: a POST without the XSRF token is 403, any request from a
-    foreign Origin is Jupyter's 404 (an upgrade's is 403)."""
+    foreign Origin is Jupyter's 404 (an upgrade's is 403; the MCP endpoint's the MCP
+    specification's 403, before Jupyter's check)."""
     with httpx.Client(timeout=30) as client:
         client.get(plain.url + "login")  # the _xsrf cookie
         client.get(plain.url + "api/me", params={"token": TOKEN})  # the login cookie
@@ -1231,7 +1302,8 @@ def test_cookie_requests_need_xsrf_and_an_allowed_origin(plain: Server) -> None:
             url = plain.url.rstrip("/") + re.sub(r"\{\w+\}", "some-id", path)
             for method in (m for m in METHODS if m in item):
                 foreign = {"Origin": EVIL, "X-XSRFToken": xsrf}
-                refused(client.request(method, url, headers=foreign), path, 404, "jupyter")
+                status, code = (403, "jsonrpc") if path == MCP else (404, "jupyter")
+                refused(client.request(method, url, headers=foreign), path, status, code)
                 if method == "post":
                     body = refused(client.post(url, json={}), path, 403, "jupyter")
                     assert "_xsrf" in body["message"]

@@ -47,6 +47,8 @@ FREE_SOURCES: Final = {
     "offline": "offline",
     "scripted": "scripted",
     "oracle": "scripted",
+    # an agent's call relayed over MCP (core/agent): its model is its host's, billed there
+    "agent": "agent",
 }
 """Providers that cost nothing, and what they are called in a cost's ``source``."""
 MILLION: Final = Decimal(1_000_000)

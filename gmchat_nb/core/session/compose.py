@@ -15,13 +15,17 @@ conversation, and opens a session per request; a ``Chat`` holds one of each).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..audit import AuditLog
 from ..project import Project, connect
 from ..providers.base import BaseLLMProvider
 from ..providers.registry import create_provider
 from ..providers.replay import RecordingProvider
+from ..ratelimit import RateLimiter
 from ..settings import ChatConfigurationError, ChatSettings
 from ..store import ChatStore
 from .actor import Actor
@@ -91,10 +95,15 @@ def open_session(
     store: ChatStore,
     actor: Actor,
     conversation_id: str | None = None,
+    audit: AuditLog | None = None,
+    limiter: RateLimiter | None = None,
+    hooks: Hooks | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> ChatSession:
     """The actor's session over these parts (a project from :func:`connect_project`, so checked
-    against ``settings``), with the settings' hooks. ``conversation_id`` (``None``: none yet)
-    must be one of the actor's: ``KeyError`` otherwise."""
+    against ``settings``), with the settings' hooks (or ``hooks``; ``audit`` and ``limiter``
+    shared by several sessions, as an agent's toolbox shares them). ``conversation_id``
+    (``None``: none yet) must be one of the actor's: ``KeyError`` otherwise."""
     return ChatSession(
         project,
         provider,
@@ -102,5 +111,8 @@ def open_session(
         store=store,
         actor=actor,
         conversation_id=conversation_id,
-        hooks=Hooks(settings.hooks),
+        audit=audit,
+        limiter=limiter,
+        hooks=hooks or Hooks(settings.hooks),
+        clock=clock,
     )

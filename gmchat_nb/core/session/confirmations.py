@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from ..events import ChatEvent
+from ..events import ChatEvent, Done
 from ..loop import ToolLoop
 from ..project.errors import ToolError
 from ..project.mutations import PreparedMutation
@@ -17,6 +17,7 @@ from ..store import ChatStore, ConfirmationRecord
 from ..turn_state import Decision, TurnState
 
 __all__ = [
+    "AGENT_ORIGIN",
     "UNAVAILABLE",
     "ConfirmationWaiter",
     "expire",
@@ -24,6 +25,10 @@ __all__ = [
     "resumed_turn",
     "settle",
 ]
+
+AGENT_ORIGIN = "agent"
+"""A confirmation an agent's call opened (over MCP, :mod:`gmchat_nb.core.agent`): its turn ends
+with the mutation's result, as no model waits to go on from it."""
 
 UNAVAILABLE = (
     "There is no pending confirmation with that id in this conversation: it is unknown, was "
@@ -75,7 +80,8 @@ async def resumed_turn(
     decision: Decision,
 ) -> AsyncIterator[ChatEvent]:
     """The rest of a turn suspended at ``record``: its mutation finished as ``decision`` says
-    (or refused as a tool result when it can no longer be prepared), then the loop goes on."""
+    (or refused as a tool result when it can no longer be prepared), then the loop goes on (an
+    agent's turn ends there: :data:`AGENT_ORIGIN`)."""
     call_data = record.turn_state.get("call", {})
     call = ToolCallEvent(
         str(call_data.get("id", record.id)), TOOLS.mutate.name, dict(call_data.get("args", {}))
@@ -87,6 +93,9 @@ async def resumed_turn(
     else:
         async for event in loop.finish_mutation(messages, call, prepared, decision, state):
             yield event
+    if record.turn_state.get("origin") == AGENT_ORIGIN:
+        yield Done(usage=state.usage.to_dict())
+        return
     async for event in loop.run(messages, state):
         yield event
 
@@ -100,8 +109,10 @@ def pending_record(
     *,
     now: float,
     timeout: float,
+    origin: str = "chat",
 ) -> ConfirmationRecord:
-    """A new pending confirmation of ``call``, with what resuming its turn needs."""
+    """A new pending confirmation of ``call``, with what resuming its turn needs (``origin``:
+    ``"chat"``, or :data:`AGENT_ORIGIN` for an agent's call)."""
     return ConfirmationRecord(
         conversation_id=conversation_id,
         id=call.id,
@@ -115,6 +126,7 @@ def pending_record(
         turn_state={
             "state": state.to_dict(),
             "call": {"id": call.id, "name": call.name, "args": call.args},
+            "origin": origin,
         },
     )
 

@@ -60,6 +60,7 @@ class SessionTurnIO:
     _waiters: dict[str, ConfirmationWaiter]
     _price_overrides: dict[str, PriceOverride] | None = None
     _reserved_micro: int = 0  # what the last check reserved of the cost budget, until used
+    origin: str = "chat"  # who asks for the turns' changes: "chat", or an agent (core/agent)
 
     async def persist(self, message: Message, state: TurnState) -> None:
         """Queue one message of the turn; it is written with the next flush."""
@@ -201,6 +202,7 @@ class SessionTurnIO:
                 state,
                 now=self.clock(),
                 timeout=timeout,
+                origin=self.origin,
             )
         )
         waiter = ConfirmationWaiter(

@@ -88,6 +88,16 @@ class Confirmations(Database):
         )
         return str(rows[0][0]) if rows else None
 
+    def actor_confirmation(self, actor_id: str, confirmation_id: str) -> ConfirmationRecord | None:
+        """The actor's newest confirmation of this id in any state (an agent asking how its
+        change ended), or ``None``: another actor's is never found."""
+        rows = self._read(
+            "SELECT * FROM confirmations WHERE actor_id = ? AND id = ? "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (actor_id, confirmation_id),
+        )
+        return _confirmation(rows[0]) if rows else None
+
     def confirmation(self, conversation_id: str, confirmation_id: str) -> ConfirmationRecord | None:
         """The confirmation in any state, or ``None``."""
         rows = self._read(

@@ -1,0 +1,8 @@
+"""The chat's tools for agents (the MCP server's core, without the SDK): :class:`AgentToolbox`
+declares and runs them; an agent's data change runs as a turn (:mod:`.changes`), its call relayed
+as the turn's model (:mod:`.relay`)."""
+
+from .changes import AskHuman, PendingChange
+from .toolbox import AgentResult, AgentTool, AgentToolbox
+
+__all__ = ["AgentResult", "AgentTool", "AgentToolbox", "AskHuman", "PendingChange"]
