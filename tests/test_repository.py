@@ -105,3 +105,30 @@ def test_a_clone_alone_runs_the_tests_that_read_fixtures(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout.splitlines()[-1]
+
+
+def test_the_lab_extras_install_a_jupyterlab_the_side_panel_loads_in() -> None:
+    """The side panel shares JupyterLab's packages rather than bundling them, so a JupyterLab
+    older than the one it is built against cannot load it: the extras that install JupyterLab
+    must not admit one."""
+    import json
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    frontend = json.loads((ROOT / "frontend" / "package.json").read_text())
+    built_for = Version(frontend["dependencies"]["@jupyterlab/application"].lstrip("^~"))
+    floor = Version(f"{built_for.major}.{built_for.minor}")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installing = {
+        name: Requirement(line)
+        for name, lines in extras["optional-dependencies"].items()
+        for line in lines
+        if Requirement(line).name == "jupyterlab"
+    }
+    assert {"lab", "dev"} <= set(installing)
+    for name, requirement in installing.items():
+        too_old = Version(f"{built_for.major}.{built_for.minor - 1}")
+        assert floor in requirement.specifier, f"[{name}] refuses JupyterLab {floor}"
+        assert too_old not in requirement.specifier, f"[{name}] admits JupyterLab {too_old}"
