@@ -195,7 +195,7 @@ def legacy_rounds(read: Read) -> list[dict[str, Any]]:
 def request_chars(messages: list[Message], tools: list[ToolDefinition]) -> int:
     """Characters of one streamed request as an SDK would serialise it (as bench/turn.py)."""
     payload = {
-        "messages": [dataclasses.asdict(message) for message in messages],
+        "messages": [message.to_dict() for message in messages],
         "tools": [dataclasses.asdict(tool) for tool in tools],
     }
     return len(json.dumps(payload, ensure_ascii=False, default=str))
@@ -204,7 +204,7 @@ def request_chars(messages: list[Message], tools: list[ToolDefinition]) -> int:
 def structured_chars(messages: list[Message], schema: Mapping[str, Any]) -> int:
     """Characters of one structured request: its messages and its response schema as JSON."""
     payload = {
-        "messages": [dataclasses.asdict(message) for message in messages],
+        "messages": [message.to_dict() for message in messages],
         "schema": dict(schema),
     }
     return len(json.dumps(payload, ensure_ascii=False, default=str))

@@ -79,6 +79,8 @@ def jupyter_server(
     checkout: Path | None = None,
     store: str | None = None,
     path: list[Path] | None = None,
+    python: str | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """`jupyter server` with gmchat configured for the benchmark: (process, port).
 
@@ -86,7 +88,8 @@ def jupyter_server(
     limit unless one is given; gmchat_nb imported from ``checkout`` when given (another commit's
     worktree, for side-by-side comparisons); the store a fresh SQLite file unless one is named
     (a ``postgresql://`` URL); ``path``: folders the server imports from besides (a provider
-    class of the benchmark's)."""
+    class of the benchmark's); ``python``: the interpreter that runs the server (another
+    checkout's venv; this one's by default); ``settings``: more chat settings, over these."""
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         script = tmp / "rounds.yaml"
@@ -97,7 +100,10 @@ def jupyter_server(
                 "provider": provider or f"scripted:{script}",
                 "project": "demo",
                 "store": store or str(tmp / "chat.sqlite3"),
-                "chat_settings": {"rate_limit": rate_limit or {"requests": None}},
+                "chat_settings": {
+                    "rate_limit": rate_limit or {"requests": None},
+                    **(settings or {}),
+                },
             },
         }
         (tmp / "config").mkdir()
@@ -117,7 +123,7 @@ def jupyter_server(
         }
         process = subprocess.Popen(
             [
-                sys.executable,
+                python or sys.executable,
                 "-m",
                 "jupyter_server",
                 "--no-browser",

@@ -97,7 +97,7 @@ def rounds(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def request_chars(messages: list[Any], tools: list[Any]) -> int:
     """Characters of one provider request as an SDK would serialise it (JSON)."""
     payload = {
-        "messages": [dataclasses.asdict(message) for message in messages],
+        "messages": [message.to_dict() for message in messages],
         "tools": [dataclasses.asdict(tool) for tool in tools],
     }
     return len(json.dumps(payload, ensure_ascii=False, default=str))

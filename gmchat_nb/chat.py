@@ -39,10 +39,14 @@ from .core.session import (
 from .core.session.messages import text_refusal
 from .core.session.usage import conversation_usage
 from .core.settings import ChatSettings, load_settings
-from .core.store import Admission, ChatStore, TurnConflict
-from .core.store.records import FINAL_TURN_STATES
 from .core.trace import TurnTrace
-from .core.turns import SERVER_STOPPED
+from .core.turns import (
+    FINAL_TURN_STATES,
+    SERVER_STOPPED,
+    Admission,
+    ChatStore,
+    TurnConflict,
+)
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -27,6 +27,7 @@ from .chat import Chat  # eager costs nothing: importing gmchat_nb (this package
 from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
 from .core.project.tools import TOOLS
+from .core.toolcalls import EXECUTE, STAGES, CallScope, ToolCallPipeline, UnknownStage
 
 __all__ = ["TerminalChat", "ask_and_summarize", "for_terminal", "main", "orchestration_lines"]
 
@@ -103,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="let mutate run this mutation (repeatable); none are allowed otherwise",
+    )
+    tool.add_argument(
+        "--skip-stage",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="switch a stage of the tool-call pipeline off (repeatable): "
+        + ", ".join(name for name in STAGES if name != EXECUTE),
     )
     ask = commands.add_parser(
         "ask",
@@ -203,6 +212,12 @@ def _tool(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
         return _usage(str(error))
     exposed = [name.strip() for name in options.exposed.split(",")] if options.exposed else None
     try:
+        ToolCallPipeline(CallScope(kind="command", project=None), skip=options.skip_stage)
+    except UnknownStage as error:
+        return _usage(f"--skip-stage: {error}")
+    if options.skip_stage:  # said, so a result without a defence is never mistaken for one
+        print(f"gmchat: stages skipped: {', '.join(options.skip_stage)}", file=sys.stderr)
+    try:
         result = asyncio.run(
             _run_tool(options.project, options.name, args, exposed, headers, cookies, options)
         )
@@ -224,7 +239,9 @@ async def _run_tool(
     cookies: dict[str, str],
     options: argparse.Namespace,
 ) -> Any:
+    from .core.guards.turn import GuardSettings, TurnGuards
     from .core.project import connect
+    from .core.providers.base import ToolCallEvent
 
     project = await connect(
         target,
@@ -233,10 +250,30 @@ async def _run_tool(
         cookies=cookies or None,
         allowed_mutations=options.allow_mutation,
     )
+    # The person at the terminal typed the call (origin "command"): it runs as asked, through
+    # every stage of the chat's tool calls that is not skipped.
+    scope = CallScope(
+        kind="command",
+        project=project,
+        guards=TurnGuards(GuardSettings(gates=frozenset(), mutation_intent=False), ()),
+        origin="command",
+        allowed_mutations=frozenset(options.allow_mutation),
+    )
     try:
-        return await project.call_tool(name, args)
+        record = await ToolCallPipeline(scope, skip=options.skip_stage).run(
+            ToolCallEvent("gmchat-tool", name, args)
+        )
     finally:
         await project.aclose()
+    if record.flags:
+        print(
+            f"gmchat: {len(record.flags)} field(s) of the result hold text that looks written "
+            "for an AI (the scan stage's flags):",
+            file=sys.stderr,
+        )
+        for flag in record.flags:
+            print(f"  {flag.get('path')}: {', '.join(flag.get('reasons', []))}", file=sys.stderr)
+    return record.result
 
 
 def _ask(options: argparse.Namespace) -> int:
@@ -406,15 +443,14 @@ def _mcp(options: argparse.Namespace) -> int:
 
 
 def _cleanup(options: argparse.Namespace) -> int:
+    from .core.session import open_store
     from .core.settings import ChatConfigurationError, load_settings
-    from .core.store import ChatStore
 
     try:
         settings = load_settings(options.config)
     except ChatConfigurationError as error:
         return _usage(str(error))
-    location = options.store or settings.store or ChatStore.default_path()
-    with ChatStore(location) as store:
+    with open_store(settings, options.store) as store:
         removed = store.cleanup(settings.ttl_hours)
     print(json.dumps(removed))
     return 0

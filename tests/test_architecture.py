@@ -57,13 +57,20 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # What works on a project, each on its own: the model adapters, the system prompt and the
     # settings (which check allowed mutations against a project).
     ("gmchat_nb.core.providers", "gmchat_nb.core.prompt", "gmchat_nb.core.settings"),
-    # One turn's engine, and the limiter that counts provider usage.
+    # One path for every tool call: the pipeline's stages and the scope they share (its callers,
+    # the engines, the agent toolbox and ``gmchat tool``, are above it).
+    ("gmchat_nb.core.toolcalls",),
     # What a turn's engines share: its state, limits and the session they are driven through.
     ("gmchat_nb.core.turn_state",),
-    ("gmchat_nb.core.loop", "gmchat_nb.core.ratelimit", "gmchat_nb.core.planned"),
+    # The tool loop's side of its calls: announced, counted, kept, confirmed.
+    ("gmchat_nb.core.loop_calls",),
+    # One turn's engines.
+    ("gmchat_nb.core.loop", "gmchat_nb.core.planned"),
     # Persistence belongs to the session: nothing below it (loop, providers, project and its tools)
-    # may reach the store.
-    ("gmchat_nb.core.store",),
+    # may reach the store. Beside it and apart, the limiter of requests, tokens and cost: it
+    # counts in a store through its own protocol, and the store is handed its decision on a turn's
+    # budgets (``TurnStart.decide``) rather than importing it.
+    ("gmchat_nb.core.store", "gmchat_nb.core.ratelimit"),
     # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life.
     ("gmchat_nb.core.turns",),
     ("gmchat_nb.core.session",),
@@ -548,7 +555,7 @@ TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
     ("gmchat_nb.core.planned.executor", "query"): (2, "a plan requirement's kind"),
     ("gmchat_nb.core.planned.plan", "query"): (6, "a plan requirement's kind and query field"),
     ("gmchat_nb.core.planned.synthesis", "query"): (1, "an evidence record's kind"),
-    ("gmchat_nb.core.providers.offline.planning", "query"): (1, "a plan requirement's kind"),
+    ("gmchat_nb.core.providers.offline.planning", "query"): (1, "a plan requirement's query key"),
     ("gmchat_nb.core.providers.constrained", "query"): (1, "search_managers' argument"),
     ("gmchat_nb.core.providers.offline.planner", "query"): (1, "search_managers' argument"),
     ("gmchat_nb.core.project.demo.server", "query"): (1, "a GraphQL request body's query"),
@@ -693,3 +700,101 @@ def test_a_module_over_400_lines_says_why_at_its_top() -> None:
     assert not unexplained, f"modules over {REASONED_LINES} lines without a reason: " + ", ".join(
         sorted(unexplained)
     )
+
+
+# -- turns through core/turns and the session; budgets decided by the caller ----------------------
+
+STORE = "gmchat_nb.core.store"
+RATE_LIMITER = "gmchat_nb.core.ratelimit"
+
+
+def _within(module: str, unit: str) -> bool:
+    return module == unit or module.startswith(unit + ".")
+
+
+def test_surfaces_see_turns_and_their_records_through_core_turns_and_the_session() -> None:
+    # Records, errors, turn states and the store's type come re-exported from gmchat_nb.core.turns
+    # (a store is opened by gmchat_nb.core.session's open_store): no surface imports a module of
+    # the store, eagerly, lazily or for type checking only.
+    surfaces = {unit for layer in LAYERS[_layer_of(CORE_TOP) + 1 :] for unit in layer}
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if unit_of(item.importer) in surfaces and _within(item.imported, STORE)
+    ]
+    assert not crossing, (
+        f"surfaces import from gmchat_nb.core.turns or gmchat_nb.core.session, never {STORE}:\n"
+        + "\n".join(crossing)
+    )
+
+
+def test_the_store_is_handed_the_budget_decision_and_never_imports_the_rate_limiter() -> None:
+    # The layers hold this too (the two are peers); this names the promise on its own.
+    crossing = [
+        item.describe()
+        for item in IMPORTS
+        if _within(item.importer, STORE) and _within(item.imported, RATE_LIMITER)
+    ]
+    assert not crossing, (
+        f"{STORE} takes the caller's decision on a turn's budgets (TurnStart.decide), it does "
+        f"not import {RATE_LIMITER}:\n" + "\n".join(crossing)
+    )
+
+
+# -- one road for every tool call ---------------------------------------------------------------
+
+# Every tool call takes the tool-call pipeline (core/toolcalls): only its execute stage runs a
+# tool. The registry module defines run_tool (and Project.call_tool, the data layer's own API,
+# dispatches through it there); no other module may name it.
+RUN_TOOL_HOMES = frozenset({TOOL_REGISTRY, "gmchat_nb.core.toolcalls.execute"})
+
+
+def modules_naming(name: str) -> dict[str, list[int]]:
+    """Module -> the lines where it names ``name`` (imports it, calls it, reads it)."""
+    found: dict[str, list[int]] = {}
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = (
+                (isinstance(node, ast.alias) and node.name == name)
+                or (isinstance(node, ast.Name) and node.id == name)
+                or (isinstance(node, ast.Attribute) and node.attr == name)
+            )
+            if named:
+                found.setdefault(module, []).append(getattr(node, "lineno", 0))
+    return found
+
+
+def test_only_the_pipeline_runs_tools() -> None:
+    found = modules_naming("run_tool")
+    # the scan sees the execute stage's own call, so an empty result below means something
+    assert "gmchat_nb.core.toolcalls.execute" in found
+    elsewhere = [
+        f"{module} (lines {', '.join(map(str, sorted(set(lines))))})"
+        for module, lines in sorted(found.items())
+        if module not in RUN_TOOL_HOMES
+    ]
+    assert not elsewhere, (
+        "only the tool-call pipeline's execute stage runs a tool; take the pipeline "
+        "(gmchat_nb.core.toolcalls.ToolCallPipeline) instead of run_tool:\n" + "\n".join(elsewhere)
+    )
+
+
+def test_the_pipeline_s_order_is_written_once() -> None:
+    from gmchat_nb.core.toolcalls import EXECUTE, STAGES
+
+    # the order the issue and docs/architecture.md give, and every stage has its own module
+    assert STAGES == (
+        "arguments",
+        "access",
+        "hooks",
+        "loop_guard",
+        "intent",
+        EXECUTE,
+        "evidence",
+        "reference",
+        "scan",
+        "audit",
+        "trace",
+    )
+    doc = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert " → ".join(STAGES) in doc, "docs/architecture.md shows the chain in its order"

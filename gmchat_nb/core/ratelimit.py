@@ -226,7 +226,8 @@ def cost_micro(usd: float) -> int:
 
 def decide(below_at: Mapping[str, float], now: float) -> RateDecision:
     """The decision for an admission's exhausted counters (counter -> when its usage is below
-    its limit again): allowed when there are none."""
+    its limit again): allowed when there are none. A turn's start hands it to the store
+    (``TurnStart.decide``), which takes it inside the turn's admission."""
     # Every exhausted budget must recover before a request can pass, so the longest wait is
     # the answer (the first budget's on a tie).
     worst: RateDecision | None = None

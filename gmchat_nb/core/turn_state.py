@@ -12,7 +12,6 @@ from typing import Any, Literal, Protocol
 
 from .events import Error
 from .project.mutations import PreparedMutation
-from .project.tools import ToolRun
 from .providers.base import Message, TokenUsage, ToolCallEvent
 from .providers.pricing import ServedRequest
 
@@ -101,10 +100,6 @@ class TurnIO(Protocol):
 
     def record_usage(self, usage: TokenUsage) -> None:
         """Count one response's tokens against the actor's budgets."""
-        ...
-
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
-        """Audit and hooks for one finished tool call."""
         ...
 
     def provider_failed(self, error: BaseException) -> None:

@@ -54,8 +54,9 @@ from ..core.planned.roles import RoleProviders
 from ..core.planned.turn import PlannedTurn
 from ..core.planned.work import TurnWork
 from ..core.project.tools import ToolRun
-from ..core.providers.base import Message, TokenUsage, ToolCallEvent
+from ..core.providers.base import Message, TokenUsage
 from ..core.settings.planned import planned_settings
+from ..core.toolcalls import CallScope, ToolCallPipeline
 from .dataset import Case, parse_cases
 from .role_scripts import (
     ExecutorScript,
@@ -162,9 +163,6 @@ class _IO:
 
     def record_usage(self, usage: TokenUsage) -> None:
         self.usage = self.usage + usage
-
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
-        pass
 
     def provider_failed(self, error: BaseException) -> None:
         self.result.provider_errors.append(str(error))
@@ -306,7 +304,11 @@ async def _planned_turn(
         question="",
         settings=settings,
         roles=roles,
-        run_tool=_stub_tools(planned, result),
+        # GeneralManager's stubbed world: its tools answer from the case, no defences of ours
+        pipeline=ToolCallPipeline(
+            CallScope(kind="turn", project=None, execute=_stub_tools(planned, result)),
+            serial=True,
+        ),
         io=io,
         state=None,
         emit=lambda event: None,

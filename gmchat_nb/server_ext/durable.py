@@ -44,8 +44,14 @@ from tornado.iostream import StreamClosedError
 
 from ..core.session.evidence import stored_evidence
 from ..core.session.messages import text_refusal
-from ..core.store import TurnBusy, TurnConflict, UnknownConversation
-from ..core.store.records import FINAL_TURN_STATES, JournalEntry, TurnSummary
+from ..core.turns import (
+    FINAL_TURN_STATES,
+    JournalEntry,
+    TurnBusy,
+    TurnConflict,
+    TurnSummary,
+    UnknownConversation,
+)
 from .handlers import STORE_UNAVAILABLE, UNAVAILABLE, UNKNOWN_CONVERSATION, GMChatHandler, allow
 from .requests import Refused, journal_cursor, optional_string, required_string
 from .sessions import ChatRuntime

@@ -23,7 +23,7 @@ from tornado import web
 
 from ..core.events import Error, answer_text, error_event
 from ..core.session import Actor, ChatSession
-from ..core.store import StoreUnavailableError
+from ..core.turns import StoreUnavailableError
 from .requests import Refused, decode_object, optional_string, required_string
 from .sessions import ChatRuntime, conversation_json
 from .turn_run import ConversationBusy, Delivery, TurnRun

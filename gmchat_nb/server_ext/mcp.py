@@ -37,7 +37,7 @@ from tornado import httputil, web
 
 from ..core.project.tools import TOOLS
 from ..core.session import Actor
-from ..core.store import StoreUnavailableError
+from ..core.turns import StoreUnavailableError
 from .handlers import AUTH_RESOURCE, GMChatHandler, allow, unavailable_message
 from .sessions import ChatRuntime
 

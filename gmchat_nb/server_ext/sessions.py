@@ -43,19 +43,21 @@ from ..core.session import (
     connect_project,
     open_session,
     open_store,
+    turn_start,
 )
 from ..core.session.ending import fail_unstarted
-from ..core.session.messages import conversation_title
 from ..core.settings import ChatConfigurationError, ChatSettings
-from ..core.store import (
+from ..core.turns import (
+    LEASE_SECONDS,
+    SERVER_STOPPED,
     Admission,
     ChatStore,
     ConversationRecord,
     StoreUnavailableError,
+    TurnOwner,
     TurnRecord,
-    TurnStart,
+    server_scope,
 )
-from ..core.turns import LEASE_SECONDS, SERVER_STOPPED, TurnOwner, server_scope
 from .engine import Engine
 from .turn_run import ConversationBusy, TurnRun
 
@@ -242,12 +244,7 @@ class ChatRuntime:
             text,
             turn_id=turn_id,
             conversation_id=conversation_id,
-            start=TurnStart(
-                text=text,
-                title=conversation_title(text),
-                limits=self.limiter.budgets,
-                window_seconds=self.limiter.window_seconds,
-            ),
+            start=turn_start(text, self.limiter),
         )
 
     def run_admitted(self, actor: Actor, admission: Admission, text: str) -> None:

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 class ConversationBusy(Exception):
     """Another turn of the same conversation is running in this process (not the store's
-    :class:`~gmchat_nb.core.store.TurnBusy`, which an admission raises for any process)."""
+    :class:`~gmchat_nb.core.turns.TurnBusy`, which an admission raises for any process)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.store import ChatStore
+from ..core.turns import ChatStore
 
 if TYPE_CHECKING:
     from ..chat import Turn

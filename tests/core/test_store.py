@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gmchat_nb.core.ratelimit import decide
 from gmchat_nb.core.store import (
     SCHEMA_VERSION,
     Admission,
@@ -787,7 +789,7 @@ def test_an_admission_starts_its_turn_in_the_same_write_or_ends_it_refused(
 ) -> None:
     conversation = store.create_conversation("alice").id
     writes = store.writes
-    start = TurnStart(text="List parts", title="Parts", limits={"requests": 1})
+    start = TurnStart(text="List parts", title="Parts", limits={"requests": 1}, decide=decide)
     started = admit_turn(store, "alice", "t1", "h1", conversation_id=conversation, start=start,
                     text="List parts")  # fmt: skip
     assert store.writes == writes + 1  # admission, budget, title and question: one write
@@ -804,6 +806,39 @@ def test_an_admission_starts_its_turn_in_the_same_write_or_ends_it_refused(
     assert store.events(conversation, turn_id="t2") == [{**refused.refusal}]  # its one end
     plain = admit_turn(store, "alice", "t3", None, conversation_id=conversation, start=start)  # type: ignore[arg-type]
     assert plain.refusal is not None and store.turn(conversation, "t3") is None  # not kept
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    retry_after_seconds: int | None = None
+
+
+def test_an_admission_takes_the_caller_s_decision_on_the_budgets_in_its_one_write(
+    store: ChatStore,
+) -> None:
+    # The store counts the request; what an exhausted budget means is the caller's decision
+    # (the rate limiter's, in the session), handed in with the start and taken in the write.
+    conversation = store.create_conversation("alice").id
+    asked: list[dict[str, float]] = []
+
+    def decide_here(below_at: Mapping[str, float], now: float) -> Verdict:
+        asked.append(dict(below_at))
+        return Verdict(False, 7) if below_at else Verdict(True)
+
+    start = TurnStart(text="List parts", limits={"requests": 1}, decide=decide_here)
+    writes = store.writes
+    first = admit_turn(store, "alice", "t1", "h1", conversation_id=conversation, start=start,
+                       text="List parts")  # fmt: skip
+    assert store.writes == writes + 1 and first.refusal is None and asked == [{}]
+    store.record_turn(conversation, "t1", [], [(1, {"type": "done"})], state="done")
+    refused = admit_turn(store, "alice", "t2", "h2", conversation_id=conversation, start=start,
+                         text="Again")  # fmt: skip
+    assert refused.refusal is not None and refused.refusal["retry_after_seconds"] == 7
+    assert list(asked[-1]) == ["requests"]
+    with pytest.raises(ValueError, match="decide"):
+        TurnStart(text="List parts", limits={"requests": 1})  # budgets without their decision
+    assert TurnStart(text="List parts").decide is None  # no budgets: nothing to decide
 
 
 def test_two_stores_journaling_one_conversation_at_once_keep_positions_gap_free(

@@ -179,11 +179,29 @@ async def test_remote_reads_are_announced_together_and_each_result_has_its_own_d
 
 
 async def test_turn_limit(closing: list[Chat]) -> None:
+    # GeneralManager's round cap alone (with the loop guard on, it ends the turn first: below)
     _, _, turn = await ask(
-        closing, [{"tool_calls": [QUERY_PARTS]}] * 3, max_total_rounds_per_message=2
+        closing,
+        [{"tool_calls": [QUERY_PARTS]}] * 3,
+        max_total_rounds_per_message=2,
+        loop_guard={"enabled": False},
     )
     assert turn.events[-1]["code"] == "turn_limit"
     assert types(turn.events).count("tool_result") == 2
+
+
+async def test_the_loop_guard_answers_before_the_round_cap(closing: list[Chat]) -> None:
+    # max_rounds and the loop guard's model_requests budget agree: the guard stops one round
+    # before the cap, so the forced final request is the turn's last round, and a model that
+    # still calls tools then gets the answer its evidence gives -- never turn_limit
+    _, provider, turn = await ask(
+        closing, [{"tool_calls": [QUERY_PARTS]}] * 3, max_total_rounds_per_message=3
+    )
+    assert [e["type"] for e in turn.events if e["type"] in ("done", "error")] == ["done"]
+    assert turn.events[-1]["guards"]["stopped_by"] == "budget_model_requests"
+    assert len(provider.requests) == 3 and provider.requests[-1][1] == []  # tools off, last
+    assert "because the turn used all its model requests" in turn.answer
+    assert "Part: " in turn.answer  # what its one query found
 
 
 async def test_tool_retry_limit_counts_failures_not_lookups(closing: list[Chat]) -> None:

@@ -11,7 +11,7 @@ Why, and where the design comes from:
 * OpenHands' stuck detector: the same action with the same outcome again and again, the same
   error over and over, two actions alternating (A-B-A-B) or empty responses mean the agent is
   stuck; more rounds will not help. Calls are compared by :func:`fingerprint`, so a reordered
-  or re-spaced copy of a call is the same call.
+  or re-spaced copy of a call is the same call (:mod:`.fingerprint`).
 * CrewAI refuses a tool call identical to the previous one ("I tried reusing the same input…")
   — and models then loop on the refusal text. So a refusal alone is not a stop: the second time
   the model ignores one (the fourth identical call) ends the turn. Before refusing, a read called
@@ -28,18 +28,14 @@ that ran makes every cached read stale, so the cache is cleared.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import re
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from ..project.tools import TOOLS, is_read_tool
+from .fingerprint import fingerprint  # the loop guard's callers know it from here too
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -83,9 +79,6 @@ FINAL_ANSWER_REQUEST: Final = (
 """The system message of the one forced final-answer request (tools off); see
 :func:`final_answer_request`."""
 
-_HASH_LENGTH = 16
-_MAX_DEPTH = 64  # deeper than any real arguments: beyond it a value is compared by its text
-
 
 @dataclass(frozen=True, slots=True)
 class Budgets:
@@ -98,85 +91,6 @@ class Budgets:
 
 
 DEFAULT_BUDGETS: Final = Budgets()
-
-
-def _canonical(value: Any, depth: int = 0) -> Any:
-    """``value`` as plain JSON data that is the same for equivalent arguments. Dicts keep their
-    order: :func:`fingerprint` writes them with sorted keys (where two keys the same once their
-    spacing is collapsed leave the later one, as a sort by key kept stable would)."""
-    if isinstance(value, str):  # first: most arguments are strings
-        return " ".join(value.split())
-    if depth > _MAX_DEPTH:
-        return " ".join(str(value).split())
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"<float {value}>"  # NaN and infinities: text, the same each time
-    if value is None or isinstance(value, bool | int | float):
-        return value
-    if isinstance(value, dict | Mapping):  # a dict is told without the slower ABC check
-        return {_key(key): _canonical(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(item, depth + 1) for item in value]
-    if isinstance(value, set | frozenset):
-        members = [_canonical(item, depth + 1) for item in value]
-        return sorted(members, key=lambda item: json.dumps(item, sort_keys=True, default=str))
-    return " ".join(str(value).split())
-
-
-def _key(key: Any) -> str:
-    return " ".join((key if isinstance(key, str) else str(key)).split())
-
-
-# Arguments whose plain JSON text is already their canonical text, judged on that text: no
-# string with whitespace other than single inner spaces (compact JSON has none of its own, and a
-# string starts and ends at a quote), no escape (a line break, a quote), no key that was a number,
-# a boolean or None (JSON writes it as a string, as it does a key that is one: either goes the
-# long way).
-_NOT_CANONICAL: Final = re.compile(r'[^\S ]|\\| {2}|" | "|"(?:[-\d][^"]*|true|false|null)":')
-
-
-def _not_json(value: Any) -> Any:
-    raise TypeError("not plain JSON")  # a set, a date: written by _canonical
-
-
-def _text(name: str, args: Mapping[str, Any]) -> str:
-    """``[name, args]`` as canonical JSON. Most arguments are plain JSON already canonical: the
-    C encoder writes them and the text shows it; the rest go through :func:`_canonical` (a
-    Python walk, several times slower), which writes the same text for them."""
-    try:
-        text = json.dumps(
-            [name, args],
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-            allow_nan=False,  # NaN and infinities are written as text by _canonical
-            default=_not_json,
-        )
-    except (TypeError, ValueError, RecursionError):  # odd values, a cycle, nesting too deep
-        pass
-    else:
-        # deeper than _MAX_DEPTH, _canonical writes a value as its str(): counted generously
-        nested = text.count("[") + text.count("{")
-        if nested <= _MAX_DEPTH and _NOT_CANONICAL.search(text) is None:
-            return text
-    return json.dumps(
-        [name, _canonical(args)],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=str,
-    )
-
-
-def fingerprint(name: str, args: Mapping[str, Any]) -> str:
-    """A short sha256 hex of the tool's name and its arguments as canonical JSON: keys sorted,
-    strings stripped with their runs of whitespace collapsed, NaN and odd values as text. Equal
-    for calls that only differ in key order or spacing; never raises."""
-    try:
-        text = _text(name, args)
-    except RecursionError:  # nested too deep to compare: a call of its own, never a repeat
-        return uuid.uuid4().hex[:_HASH_LENGTH]
-    # a lone surrogate in the model's arguments is kept as it is, not refused
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LENGTH]
 
 
 def final_answer_request(reason: str) -> str:
@@ -306,6 +220,15 @@ class LoopGuard:
         elif is_read_tool(name):
             self._cache[key] = result
 
+    def refused_before_running(self, name: str, args: Mapping[str, Any]) -> None:
+        """Count a call that failed before its tool could run (bad arguments, an unknown or
+        hidden manager: the pipeline's earlier stages answered it) as a call that failed: the
+        same mistake made again is the same stuck pattern, whichever stage catches it."""
+        key = fingerprint(name, args)
+        self._tool_calls += 1
+        self._history.append(key)
+        self._failures[key] += 1
+
     def mutation_executed(self) -> None:
         """A change ran: the data changed, so every cached read is stale and identical reads are
         fair again; the call patterns start anew (failures and rejections are kept)."""
@@ -337,6 +260,10 @@ class LoopGuard:
         self._requests += 1
         self._tokens += max(tokens, 0)
         self._empty_streak = self._empty_streak + 1 if not text.strip() and calls <= 0 else 0
+
+    def add_tokens(self, tokens: int) -> None:
+        """Count tokens the turn used before this guard was made (a resumed turn's)."""
+        self._tokens += max(tokens, 0)
 
     def stop_reason(self) -> str | None:
         """Why the turn must end with a forced final answer, or ``None`` while it may go on.

@@ -55,6 +55,7 @@ class GuardSettings:
 
 
 _RUN = Verdict("run")
+_DECLINED = {"user_rejected": "rejected", "confirmation_timed_out": "timed_out"}
 
 
 class TurnGuards:
@@ -96,12 +97,19 @@ class TurnGuards:
             return _RUN
         return self.loop.before_call(name, args)
 
-    def after_call(
-        self, name: str, args: Mapping[str, Any], result: Any, *, failed: bool
-    ) -> list[dict[str, Any]]:
-        """Note a read's result; the flags of suspicious text in it (``Flag.to_dict()``s)."""
+    def record_call(self, name: str, args: Mapping[str, Any], result: Any, *, failed: bool) -> None:
+        """Tell the loop guard what a call that ran returned (its cache, its stuck patterns)."""
         if self.loop is not None:
             self.loop.after_call(name, args, result, failed=failed)
+
+    def refused_before_running(self, name: str, args: Mapping[str, Any]) -> None:
+        """A call an earlier check answered as failed, for the loop guard's counts."""
+        if self.loop is not None:
+            self.loop.refused_before_running(name, args)
+
+    def scan_result(self, name: str, result: Any, *, failed: bool) -> list[dict[str, Any]]:
+        """Note a read's result (for the gates); the flags of suspicious text in it
+        (``Flag.to_dict()``s)."""
         self.results.append(result)
         if name == TOOLS.query.name:
             self.data_calls += 1
@@ -110,8 +118,9 @@ class TurnGuards:
         text = result_text(result) if self.settings.gates or self.settings.flag_results else None
         if text is not None:
             self.texts.append(text)
-        scanned = self.settings.flag_results and is_read_tool(name)
-        flags = [flag.to_dict() for flag in scan(result, text=text)] if scanned else []
+        if not self.settings.flag_results:
+            return []
+        flags = [flag.to_dict() for flag in scan(result, text=text)]
         if failed:  # an error's own words name other tools: only the rest is suspicious
             flags = [
                 {**flag, "reasons": [r for r in flag["reasons"] if r != "tool_name"]}
@@ -121,25 +130,26 @@ class TurnGuards:
         self.flagged += len(flags)
         return flags
 
-    def mutation_refusal(self, mutation: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The tool error that stops a ``mutate`` call before anyone is asked: no change was
-        requested in the user's words, or it is a change the user rejected in this turn."""
-        if self.settings.mutation_intent:
-            if self._change_asked is None:
-                self._change_asked = asks_for_change(self.user_texts)
-            if not self._change_asked:
-                self.mutations.append(MutationFact(mutation, "refused", dict(args)))
-                return {
-                    "status": "error",
-                    "code": "no_change_requested",
-                    "message": NO_CHANGE_REQUESTED.format(mutation=mutation),
-                }
-        if self.loop is not None:
-            verdict = self.loop.before_call(TOOLS.mutate.name, args)
-            if verdict.action == "refuse":
-                self.mutations.append(MutationFact(mutation, "refused", dict(args)))
-                return dict(verdict.result)
-        return None
+    def intent_refusal(self, mutation: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The tool error that stops a ``mutate`` call before anyone is asked when no change
+        was requested in the user's words (the mutation intent gate), else ``None``."""
+        if not self.settings.mutation_intent:
+            return None
+        if self._change_asked is None:
+            self._change_asked = asks_for_change(self.user_texts)
+        if self._change_asked:
+            return None
+        self.mutations.append(MutationFact(mutation, "refused", dict(args)))
+        return {
+            "status": "error",
+            "code": "no_change_requested",
+            "message": NO_CHANGE_REQUESTED.format(mutation=mutation),
+        }
+
+    def note_refused_change(self, args: Mapping[str, Any]) -> None:
+        """A ``mutate`` call the loop guard refused (a change the user rejected in this turn)."""
+        mutation = args.get("mutation")
+        self.mutations.append(MutationFact(str(mutation), "refused", dict(args)))
 
     def provenance(self, mutation_input: Mapping[str, Any]) -> dict[str, Any]:
         """For the confirmation card: the input values that are not in the user's words (they
@@ -164,6 +174,51 @@ class TurnGuards:
             self.loop.mutation_executed()
         elif status == "rejected":
             self.loop.mutation_rejected(args)
+
+    def replay(self, messages: Sequence[Any], tokens: int = 0) -> int:
+        """Rebuild what the defences knew of a turn from its own messages so far (a turn
+        resumed after a confirmation, or taken over after a crash, runs on with the same
+        fingerprints, cached reads, counts and flags): each response counted, each call asked
+        of the loop guard again (which gives the same verdicts for the same calls), each result
+        of a call that ran told to it and scanned, each change's ending noted. ``tokens``: what
+        the turn has used so far. Returns how many model responses were replayed."""
+        results = {
+            m.tool_call_id: m.tool_result for m in messages if getattr(m, "role", "") == "tool"
+        }
+        responses = 0
+        for message in messages:
+            calls = getattr(message, "tool_calls", ()) if message.role == "assistant" else ()
+            if not calls:
+                continue
+            responses += 1
+            self.after_response(text=message.content or "", calls=len(calls), tokens=0)
+            for call in calls:
+                if call.id not in results:  # a change waiting for its decision: counted now,
+                    self.before_call(call.name, call.args)  # its ending told when decided
+                    continue
+                self._replay_call(call.name, call.args, results[call.id])
+        if self.loop is not None:
+            self.loop.add_tokens(tokens)
+        return responses
+
+    def _replay_call(self, name: str, args: Mapping[str, Any], result: Any) -> None:
+        failed = isinstance(result, Mapping) and result.get("status") == "error"
+        verdict = self.before_call(name, args) if self.loop is not None else _RUN
+        if name == TOOLS.mutate.name:
+            status = result.get("status") if isinstance(result, Mapping) else None
+            reason = result.get("reason") if isinstance(result, Mapping) else None
+            ended = {"executed": "executed", "cancelled": _DECLINED.get(str(reason))}.get(
+                str(status), "failed" if verdict.action == "run" and failed else None
+            )
+            if ended is not None:
+                mutation = str(args.get("mutation"))
+                self.mutation_ended(mutation, args, ended, args.get("input"))
+            return
+        if verdict.action != "run" or not isinstance(result, Mapping | list | str | int | float):
+            return
+        self.record_call(name, args, result, failed=failed)
+        if is_read_tool(name):
+            self.scan_result(name, result, failed=failed)
 
     # -- responses -------------------------------------------------------------------------------
 

@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..charts.tool import ChartedQuery, chart_event, run_chart
+from ..charts.tool import CHART, ChartedQuery, chart_event, run_chart
 from ..events import Notice
 from ..project.errors import ToolError
 from ..project.tools import TOOLS
 from ..providers.attempts import StreamResetEvent
 from ..providers.base import (
+    DoneEvent,
     Message,
     ProviderError,
     TextChunkEvent,
@@ -33,6 +34,7 @@ from ..text import json_depth_exceeds
 from .binding import compute_action, compute_bound
 from .calculations import CalculationError
 from .evidence import EvidenceError, EvidenceRecord, child_alias_id
+from .offer import READ_TOOLS, executor_tools
 from .plan import PlannedTask, PlanValidationError, validate_children
 from .prompts import EXECUTOR_PROMPT, reference_message
 from .work import CallResult, TurnWork
@@ -48,8 +50,6 @@ REASONS = (
     "provider_failed",
     "synthesis_failed",
 )
-READ_TOOLS = tuple(tool.name for tool in TOOLS if tool.reads)
-_MAX_FILTER_NAMES = 80
 
 
 @dataclass(slots=True)
@@ -115,7 +115,7 @@ async def resolve_task(work: TurnWork, run: TaskRun, parents: list[TaskRun], roo
         if requirement.kind != "query" or requirement.query is None:
             continue
         args = dict(requirement.query)
-        outcome = await work.call(run.task.task_id, TOOLS.query.name, args)
+        outcome = await work.call(run.task.task_id, TOOLS.query.name, args, planned=True)
         _note_manager(run, args)
         if outcome.record is not None:
             run.link(requirement.requirement_id, outcome.record)
@@ -183,6 +183,12 @@ async def _executor_rounds(
     ]
     failed_calls: set[str] = set()
     while True:
+        if work.stopped():  # the loop guard ended the turn's work: it answers from its evidence
+            if run.evidence_ids:
+                _complete(work, run)
+            else:
+                run.block("budget_exhausted")
+            return
         if root.rounds >= work.settings.max_rounds_per_task:
             run.block("budget_exhausted")
             return
@@ -223,23 +229,30 @@ async def _executor_rounds(
 async def _one_round(
     work: TurnWork, role: str, messages: list[Message], tools: list[ToolDefinition]
 ) -> tuple[str, list[ToolCallEvent]]:
+    """One executor request: its text and calls, counted against the turn's loop guard."""
     text: list[str] = []
     calls: list[ToolCallEvent] = []
+    tokens = 0
     async for event in work.roles.request(role, messages, tools):
         if isinstance(event, TextChunkEvent):
             text.append(event.content)
         elif isinstance(event, ToolCallEvent):
             calls.append(event)
+        elif isinstance(event, DoneEvent):
+            tokens = event.usage.input_tokens + event.usage.output_tokens
         elif isinstance(event, StreamResetEvent):  # asked again: the broken answer is withdrawn
             text.clear()
             calls.clear()
-    return "".join(text), calls
+    answer = "".join(text)
+    work.guards.after_response(text=answer, calls=len(calls), tokens=tokens)
+    return answer, calls
 
 
 async def _run_call(work: TurnWork, run: TaskRun, call: ToolCallEvent) -> tuple[Any, str | None]:
     """Run one executor call: its result, and its identity when it failed."""
-    if call.name not in READ_TOOLS or call.error:
-        message = call.error or f"Only the read tools {', '.join(READ_TOOLS)} are available here."
+    offered = READ_TOOLS + ((CHART.name,) if work.charts else ())
+    if call.name not in offered or call.error:
+        message = call.error or f"Only the read tools {', '.join(offered)} are available here."
         return {"status": "error", "code": "invalid_arguments", "message": message}, (
             f"{call.name}:{message}"
         )
@@ -350,44 +363,3 @@ def _decode_action(text: str) -> dict[str, Any] | None:
     if json_depth_exceeds(value):
         return None
     return value if isinstance(value, dict) and "action" in value else None
-
-
-def executor_tools(work: TurnWork) -> list[ToolDefinition]:
-    """The read tools, with ``query`` typed for the candidate managers when there are any."""
-    definitions = [ToolDefinition.from_dict(item) for item in _read_definitions(work)]
-    if not work.schemas:
-        return definitions
-    managers = list(work.schemas)
-    fields: list[str] = []
-    filters: list[str] = []
-    for schema in work.schemas.values():
-        fields.extend(schema.get("fields", {}))
-        fields.extend(schema.get("relations", {}))
-        for name, spec in schema.get("filters", {}).items():
-            filters.append(name)
-            filters.extend(
-                f"{name}__{lookup}" for lookup in spec.get("lookups", ()) if lookup != "exact"
-            )
-    typed = []
-    for definition in definitions:
-        if definition.name != TOOLS.query.name:
-            typed.append(definition)
-            continue
-        schema = json.loads(json.dumps(definition.input_schema))
-        properties = schema["properties"]
-        properties["manager"] = {"type": "string", "enum": managers}
-        properties["fields"]["items"] = {
-            "anyOf": [
-                {"type": "string", "enum": sorted(set(fields))},
-                {"$ref": "#/$defs/fieldSelection"},
-            ]
-        }
-        unique_filters = sorted(set(filters))
-        if len(unique_filters) <= _MAX_FILTER_NAMES:
-            properties["filters"]["propertyNames"] = {"enum": unique_filters}
-        typed.append(ToolDefinition(definition.name, definition.description, schema))
-    return typed
-
-
-def _read_definitions(work: TurnWork) -> list[dict[str, Any]]:
-    return [tool.definition() for tool in TOOLS if tool.reads]

@@ -26,6 +26,7 @@ from ..providers.base import (
 from ..providers.registry import create_provider
 from ..settings.planned import DEFAULT_PROFILE, PlannedSettings
 from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
+from ..trace import Span, TurnTrace
 
 __all__ = ["LEDGER_ROLES", "RoleLedger", "RoleProviders"]
 
@@ -70,11 +71,13 @@ class RoleProviders:
         on_usage: Callable[[TokenUsage], None] = lambda usage: None,
         built: Mapping[str, BaseLLMProvider] | None = None,
         retries: ProviderRetries | None = None,
+        trace: TurnTrace | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = RoleLedger()
         self._on_usage = on_usage
         self.retries = retries or ProviderRetries()
+        self.trace = trace  # each request a span of the turn's trace, as the loop's are
         self.providers: dict[str, BaseLLMProvider] = dict(built or {})
         if implicit:  # no provider_profiles: every role is the session's own provider
             self.providers[DEFAULT_PROFILE] = legacy
@@ -111,12 +114,18 @@ class RoleProviders:
         """One structured request, each attempt within the provider's first-event timeout."""
         provider = self.provider(role)
         stage = self._charge(role, stage)
+        span = self._span(provider, role)
         try:
             reply = await self.retries.structured(
                 provider, messages, schema, name=name, within=provider.timeout_seconds
             )
         except TimeoutError:
+            self._end(span, error_type="timeout")
             raise ProviderError(f"the {role} did not answer in time") from None
+        except Exception as error:
+            self._end(span, error_type=type(error).__name__)
+            raise
+        self._end(span, usage=reply.usage)
         self._count(stage, reply.usage)
         # The same boundary as streamed text: nothing a model wrote may break a store or a socket.
         if json_depth_exceeds(reply.value):
@@ -136,10 +145,44 @@ class RoleProviders:
         made storable); a late provider is a ProviderError like any other failure."""
         provider = self.provider(role)
         stage = self._charge(role, stage)
+        span = self._span(provider, role)
         try:
             async for event in self.retries.events(provider, messages, tools):
                 if isinstance(event, DoneEvent):
+                    self._end(span, usage=event.usage, finish_reason=event.finish_reason)
                     self._count(stage, event.usage)
                 yield event
         except TimeoutError:
+            self._end(span, error_type="timeout")
             raise ProviderError(f"the {role} stopped answering") from None
+        except Exception as error:
+            self._end(span, error_type=type(error).__name__)
+            raise
+
+    def _span(self, provider: BaseLLMProvider, role: str) -> Span | None:
+        if self.trace is None:
+            return None
+        vendor, _, model = self.retries.serving(provider).label.partition(":")
+        span = self.trace.model_request(provider=vendor, model=model or vendor)
+        span.attributes["role"] = role
+        return span
+
+    def _end(
+        self,
+        span: Span | None,
+        *,
+        usage: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        if span is None or self.trace is None:
+            return
+        if usage is not None:
+            self.trace.end(
+                span,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                finish_reason=finish_reason,
+            )
+        else:
+            self.trace.end(span, error_type=error_type)

@@ -19,7 +19,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from ..events import ChatEvent, Done, Error, error_event
+from ..events import ChatEvent, Done, Error, TextChunk, error_event
+from ..guards.gates import warning_note
 from ..providers.base import Message
 from .catalog import Catalog, rank_managers
 from .executor import TaskRun, resolve_task
@@ -119,10 +120,36 @@ class PlannedTurn:
         synthesis = Synthesis()
         async for chunk in synthesize(self.work, question, resolved, unresolved, synthesis):
             yield chunk
-        await self.work.io.persist(Message("assistant", synthesis.text), self.work.state)
+        text = synthesis.text
+        note = self._gates(text)
+        if note:  # the answer stands on evidence, but a gate doubts it: shown, and said
+            text += note
+            yield TextChunk(content=note)
+        await self.work.io.persist(Message("assistant", text), self.work.state)
         orchestration = self._orchestration(resolved, unresolved, synthesis)
         self._audit_end(None, started, orchestration)
-        yield Done(usage=self.work.roles.ledger.total.to_dict(), orchestration=orchestration)
+        guards = self.work.guards
+        yield Done(
+            usage=self.work.roles.ledger.total.to_dict(),
+            orchestration=orchestration,
+            gates=guards.gates_summary(),
+            guards=guards.summary(),
+        )
+
+    def _gates(self, answer: str) -> str:
+        """The completion gates on a synthesized answer (the engine's calculations count as
+        facts): a footnote naming what is not verified, or ``""``. A synthesized answer is
+        written from the evidence, so there is no corrective request to make."""
+        guards = self.work.guards
+        for record in self.work.evidence:
+            if record.kind == "calculation":
+                guards.results.append(record.payload_json())
+        failed = [gate for gate in guards.check_answer(answer) if not gate.passed]
+        trace = self.work.pipeline.scope.trace
+        for gate in failed:
+            if trace is not None:
+                trace.event("gate", gate=gate.name, passed=False, details=list(gate.details))
+        return warning_note(failed) if failed else ""
 
     def _prepare_candidates(self, question: str) -> None:
         project = self.work.project

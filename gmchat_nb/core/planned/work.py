@@ -1,33 +1,37 @@
 """What the tasks of one planned turn share: tools that become evidence, and the turn's events.
 
 Every tool call of a task goes through :meth:`TurnWork.call`: it is announced as a ``tool_call``
-with its ``task_id``, an identical call earlier in the turn is served from the evidence store
-without running again (the announced result says so), a successful result becomes an evidence
-record (``task_1:query:1``) and the pair is persisted as native tool history, so a follow-up
-question sees what this turn read.
+with its ``task_id`` and runs through the turn's tool-call pipeline
+(:class:`~gmchat_nb.core.toolcalls.ToolCallPipeline`, in the turn's scope: the same stages and
+the same loop guard as the tool loop's calls; the tasks run concurrently, so their calls take
+the scope's lock one at a time, which also numbers the evidence in the order results arrive).
+A plan's own query that an earlier call of the turn already answered is served from the
+evidence store (the engine reads what a plan needs once); a call of the executor model that
+repeats one is the loop guard's to answer (a repeat, then a refusal), or the evidence store's
+when the loop guard is switched off. A successful result
+becomes an evidence record (``task_1:query:1``) and the pair is persisted as native tool
+history, so a follow-up question sees what this turn read.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..events import ChatEvent, ToolCall, ToolResult
-from ..frames import frame_summary
+from ..guards.stopped import stop_notice
+from ..guards.turn import TurnGuards
 from ..project.project import Project, QueryOutcome
 from ..project.tools import TOOLS, ToolRun
 from ..providers.base import Message, TokenUsage, ToolCallEvent
 from ..settings.planned import PlannedSettings
+from ..toolcalls import ToolCallPipeline
 from .catalog import Candidate
 from .evidence import EvidenceRecord, EvidenceStore, call_hash, canonical_call_identity
 from .roles import RoleProviders
 
-__all__ = ["CallResult", "PlannedIO", "ToolRunner", "TurnWork"]
-
-ToolRunner = Callable[[str, dict[str, Any]], Awaitable[ToolRun]]
+__all__ = ["CallResult", "PlannedIO", "TurnWork"]
 
 
 class PlannedIO(Protocol):
@@ -36,8 +40,6 @@ class PlannedIO(Protocol):
     async def persist(self, message: Message, state: Any) -> None: ...
 
     def record_usage(self, usage: TokenUsage) -> None: ...
-
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None: ...
 
     def provider_failed(self, error: BaseException) -> None: ...
 
@@ -63,42 +65,76 @@ class TurnWork:
     question: str
     settings: PlannedSettings
     roles: RoleProviders
-    run_tool: ToolRunner
+    pipeline: ToolCallPipeline
     io: PlannedIO
     state: Any
     emit: Callable[[ChatEvent], None]
     project: Project | None = None  # None in GeneralManager's stubbed eval world
     candidates: list[Candidate] = field(default_factory=list)
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
-    outcomes: dict[str, QueryOutcome] = field(default_factory=dict)
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     task_ids: set[str] = field(default_factory=set)  # every task of the turn, children too
     explicit_completion: bool = False  # GeneralManager's protocol: executors say "complete"
     charts: bool = False  # the ``charts`` setting: a query requirement's chart is drawn
     calls: int = 0
     call_hashes: list[str] = field(default_factory=list)
-    _tool_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    async def call(self, task_id: str, name: str, args: dict[str, Any]) -> CallResult:
-        """Run (or serve from this turn's evidence) one read tool call for ``task_id``."""
+    @property
+    def outcomes(self) -> dict[str, QueryOutcome]:
+        """The turn's query results by call id (the scope's)."""
+        return self.pipeline.scope.outcomes
+
+    @property
+    def guards(self) -> TurnGuards:
+        """The turn's defences (the scope's: the tool loop's too, when a plan hands over)."""
+        return self.pipeline.scope.guards
+
+    def stopped(self) -> bool:
+        """Whether the loop guard ends the turn's executor work (the turn is stuck or a budget
+        is spent): the first time, said in a ``loop_guard`` notice; the answer is then written
+        from the evidence the tasks have."""
+        guards = self.guards
+        stopped = guards.loop is not None and guards.loop.summary().get("stopped_by")
+        if stopped:
+            return True
+        reason = guards.stop_reason()
+        if reason is None:
+            return False
+        guards.stopped(reason)
+        trace = self.pipeline.scope.trace
+        if trace is not None:
+            trace.event("loop_guard", stopped_by=reason)
+        self.emit(stop_notice(reason))
+        return True
+
+    async def call(
+        self, task_id: str, name: str, args: dict[str, Any], *, planned: bool = False
+    ) -> CallResult:
+        """Run one read tool call for ``task_id`` through the pipeline (``planned``: the plan's
+        own query, served from this turn's evidence when an earlier call read the same)."""
         self.calls += 1
         call_id = f"{task_id}_call_{self.calls}"
         identity = canonical_call_identity(name, args)
         self.call_hashes.append(call_hash(identity))
         self.emit(ToolCall(id=call_id, name=name, args=args, task_id=task_id))
-        cached = self.evidence.cached(identity)
-        started = time.perf_counter()
-        if cached is not None:
-            run = ToolRun(cached.payload_json())
-            record: EvidenceRecord | None = cached
+        event = ToolCallEvent(call_id, name, args)
+        # the engine serves what it already read itself: its own plan's queries, and every call
+        # when no loop guard is there to answer a model's repeat (GeneralManager's protocol)
+        memo = planned or self.guards.loop is None
+        record = self.evidence.cached(identity) if memo else None
+        served = record is not None  # from the turn's evidence, without running again
+        if record is not None:
+            run, frame, duration, flags = ToolRun(record.payload_json()), None, None, None
         else:
-            # Remote reads could run side by side, but a task's tool calls are few and the
-            # evidence numbering must follow the order results arrive in: one at a time.
-            async with self._tool_lock:
-                run = await self.run_tool(name, args)
-            record = None
+            done = await self.pipeline.run(event)
+            assert done.run is not None
+            run, frame, duration, flags = done.run, done.frame, done.duration_ms, done.flags
+            if done.verdict == "repeat":  # the loop guard's: the earlier call's evidence
+                record = self.evidence.cached(identity)
+                served = record is not None
+                duration = None if served else duration
             tool = TOOLS.get(name)
-            if not run.failed and tool is not None and tool.evidence is not None:
+            if done.ran and not run.failed and tool is not None and tool.evidence is not None:
                 record = self.evidence.record(
                     task_id,
                     tool.evidence,
@@ -106,29 +142,26 @@ class TurnWork:
                     call_identity=identity,
                     provenance=_provenance(name, args),
                 )
-        duration = round((time.perf_counter() - started) * 1000, 3)
-        if run.outcome is not None:
-            self.outcomes[call_id] = run.outcome
-        event = ToolCallEvent(call_id, name, args)
+            if done.chart is not None:
+                self.emit(done.chart)
         await self.io.persist(Message("assistant", tool_calls=(event,)), self.state)
         await self.io.persist(
             Message("tool", tool_call_id=call_id, tool_name=name, tool_result=run.result),
             self.state,
         )
-        self.io.tool_finished(event, run)
-        frame = frame_summary(run.outcome.rows) if run.outcome is not None else None
         self.emit(
             ToolResult(
                 id=call_id,
                 name=name,
                 result=run.result,
                 frame=frame,
-                duration_ms=None if cached is not None else duration,
+                duration_ms=duration,
                 task_id=task_id,
                 evidence_id=record.evidence_id if record is not None else None,
+                flags=flags,
             )
         )
-        return CallResult(run.result, record, identity, cached is not None)
+        return CallResult(run.result, record, identity, served)
 
 
 def _provenance(name: str, args: dict[str, Any]) -> dict[str, Any]:

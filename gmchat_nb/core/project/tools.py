@@ -42,6 +42,7 @@ __all__ = [
     "ToolEvidence",
     "ToolRegistry",
     "ToolRun",
+    "check_call",
     "discovery_tool_definitions",
     "dispatch",
     "is_read_tool",
@@ -328,14 +329,17 @@ async def dispatch(project: Project, name: object, args: Any) -> Any:
     return (await run_tool(project, name, args)).result
 
 
-async def run_tool(project: Project, name: object, args: Any) -> ToolRun:
+async def run_tool(project: Project, name: object, args: Any, *, checked: bool = False) -> ToolRun:
     """Run one tool call; never raises. Queries also return their :class:`QueryOutcome`.
 
     ``name`` may be anything a caller sent: a non-string is an unknown tool like any other.
+    ``checked``: the call already passed :func:`check_call` (the tool-call pipeline's arguments
+    stage), so it is not checked twice.
     """
     try:
-        if not isinstance(name, str):
-            raise _unknown_tool(project, name)
+        if not checked:
+            name, args = check_call(project, name, args)
+        assert isinstance(name, str)
         return await _dispatch(project, name, args)
     except ToolError as error:
         return ToolRun(error.to_result())
@@ -350,7 +354,13 @@ async def run_tool(project: Project, name: object, args: Any) -> ToolRun:
         )
 
 
-async def _dispatch(project: Project, name: str, args: Any) -> ToolRun:
+def check_call(project: Project, name: object, args: Any) -> tuple[str, dict[str, Any]]:
+    """A call's name and arguments checked against the tool's declaration (arguments given as
+    JSON text are parsed; none are ``{}``), or the :class:`ToolError` the model can correct: an
+    unknown tool (with "did you mean"), arguments that are no object, an argument the tool does
+    not take, one it needs, one of the wrong JSON type."""
+    if not isinstance(name, str):
+        raise _unknown_tool(project, name)
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
@@ -372,11 +382,21 @@ async def _dispatch(project: Project, name: str, args: Any) -> ToolRun:
         if manager is None or direct_tool_name(manager.name) != name:
             raise _unknown_tool(project, name)
         _check_arguments(name, args, _direct_properties(), ["fields"])
-        outcome = await project.query(**{**args, "manager": manager.name})
-        return ToolRun(outcome.to_result(), outcome)
+        return name, args
     if tool is None:
         raise _unknown_tool(project, name)
     _check_arguments(name, args, tool.parameters["properties"], tool.parameters["required"])
+    return name, args
+
+
+async def _dispatch(project: Project, name: str, args: dict[str, Any]) -> ToolRun:
+    """A checked call, run."""
+    tool = TOOLS.get(name)
+    if tool is None:  # a direct query_<manager> tool (check_call found its manager)
+        manager = project.index.find(name[len(DIRECT_PREFIX) :])
+        assert manager is not None
+        outcome = await project.query(**{**args, "manager": manager.name})
+        return ToolRun(outcome.to_result(), outcome)
     if tool is TOOLS.search_managers:
         return ToolRun(project.search_managers(args["query"], args.get("limit", 10)))
     if tool is TOOLS.get_manager_schema:

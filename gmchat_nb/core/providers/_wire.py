@@ -90,6 +90,8 @@ def tool_call(call_id: str | None, fallback: str, name: str, raw: Any) -> ToolCa
 def result_text(message: Message) -> str:
     """A tool result message as the text a model reads: a JSON envelope whose ``data`` is the
     result, kept as data (:func:`~gmchat_nb.core.guards.envelope.tool_result_text`)."""
+    if message.envelope is not None:
+        return message.envelope.text
     return tool_result_text(
         message.tool_name or "", message.tool_call_id or "", message.tool_result
     )

@@ -41,9 +41,11 @@ from tenacity import (
     RetryCallState,
     retry_if_exception,
     stop_after_attempt,
+    stop_any,
     wait_exponential,
     wait_random,
 )
+from tenacity.stop import stop_base
 
 from .base import (
     BaseLLMProvider,
@@ -52,6 +54,7 @@ from .base import (
     ProviderError,
     ProviderEvent,
     StructuredReply,
+    TextChunkEvent,
     TokenUsage,
     ToolDefinition,
     Transient,
@@ -66,6 +69,7 @@ __all__ = [
     "NoticeEvent",
     "ProviderRetries",
     "StreamResetEvent",
+    "complete_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -157,6 +161,8 @@ class ProviderRetries:
         self._switched: BaseLLMProvider | None = None  # sticky for the rest of the turn
         self._position = 0
         self._ahead = 0.0  # the wait tenacity decided before the next attempt
+        # when the turn must be over (time.monotonic()): no retry waits past it
+        self.deadline: float | None = None
         self._backoff = wait_exponential(
             multiplier=self.policy.first_wait_seconds, max=self.policy.max_wait_seconds
         ) + wait_random(0, self.policy.jitter_seconds)
@@ -322,7 +328,7 @@ class ProviderRetries:
             self._ahead = seconds
 
         return AsyncRetrying(
-            stop=stop_after_attempt(self.policy.attempts),
+            stop=stop_any(stop_after_attempt(self.policy.attempts), _PastDeadline(self)),
             wait=self._wait,
             retry=retry_if_exception(lambda error: transient_failure(error) is not None),
             before_sleep=before_sleep,
@@ -405,6 +411,21 @@ class ProviderRetries:
         )
 
 
+class _PastDeadline(stop_base):
+    """Stops retrying when waiting before the next attempt would run past the turn's deadline
+    (``ProviderRetries.deadline``: its loop guard's ``seconds`` budget): a retry's wait counts
+    against the turn's time."""
+
+    def __init__(self, retries: ProviderRetries) -> None:
+        self.retries = retries
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        deadline = self.retries.deadline
+        if deadline is None:
+            return False
+        return time.monotonic() + float(retry_state.upcoming_sleep) >= deadline
+
+
 def _reason(error: BaseException) -> str:
     """A short, public reason for a failure (a status or a kind, never the vendor's text)."""
     hint = transient_failure(error)
@@ -420,3 +441,20 @@ def _reason(error: BaseException) -> str:
 def _hint(state: RetryCallState) -> Transient | None:
     error = state.outcome.exception() if state.outcome is not None else None
     return transient_failure(error) if error is not None else None
+
+
+async def complete_text(
+    provider: BaseLLMProvider, messages: list[Message], retries: ProviderRetries | None = None
+) -> tuple[str, TokenUsage]:
+    """One tool-free request (summaries): its text and usage, retried at its start as
+    ``retries`` (the turn's) says; without it, never."""
+    parts: list[str] = []
+    usage = TokenUsage()
+    async for event in (retries or ProviderRetries()).events(provider, messages, []):
+        if isinstance(event, TextChunkEvent):
+            parts.append(event.content)
+        elif isinstance(event, DoneEvent):
+            usage = event.usage
+        elif isinstance(event, StreamResetEvent):
+            parts.clear()
+    return "".join(parts), usage

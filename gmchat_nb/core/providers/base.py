@@ -11,10 +11,15 @@ decides whether to ask again.
 planner's plan) and returns it with its usage as a :class:`StructuredReply`. The SDK adapters use
 their vendor's structured output; the default, for providers that only implement ``complete``,
 offers the schema as a single tool and reads the model's call of it.
+
+Over 400 lines: the protocol is one vocabulary (messages, events, usage, errors and the base
+class) that every adapter, both engines and the cassettes speak; split, each would import it
+from several modules.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -24,6 +29,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from ..guards.envelope import Envelope
 from ..text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind
 
 __all__ = [
@@ -138,6 +144,21 @@ class Message:
     tool_call_id: str | None = None
     tool_name: str | None = None
     tool_result: Any = None
+    envelope: Envelope | None = field(default=None, compare=False, repr=False)
+    """What the model reads for ``tool_result``, when the tool-call pipeline made it (it is
+    written once for the whole turn); a message read back from the store has none."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The message as plain data: every field but ``envelope``, which is derived from them
+        (what a cassette hashes; :func:`dataclasses.asdict` would copy the envelope too)."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": [dataclasses.asdict(call) for call in self.tool_calls],
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "tool_result": self.tool_result,
+        }
 
 
 @dataclass(frozen=True, slots=True)

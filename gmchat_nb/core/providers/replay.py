@@ -53,7 +53,7 @@ CASSETTE_HEADER = "cassette"
 def request_hash(messages: list[Message], tools: list[ToolDefinition]) -> str:
     """A stable digest of what a provider was asked."""
     payload = {
-        "messages": [dataclasses.asdict(message) for message in messages],
+        "messages": [message.to_dict() for message in messages],
         "tools": [dataclasses.asdict(tool) for tool in tools],
     }
     return digest(payload)
@@ -65,7 +65,7 @@ def structured_request_hash(
     """A stable digest of a structured request. Its payload has other keys than
     :func:`request_hash`'s, so the two kinds never share a hash."""
     payload = {
-        "messages": [dataclasses.asdict(message) for message in messages],
+        "messages": [message.to_dict() for message in messages],
         "response_schema": dict(response_schema),
         "response_name": name,
     }

@@ -13,6 +13,8 @@ plain functions and small classes that take what they use:
 
 * :mod:`.chat_session` -- :class:`ChatSession`: turns, resumption, confirmation, the
   :class:`~gmchat_nb.core.loop.TurnIO` the loop calls, and writing a turn to the store;
+  :func:`turn_start`, what a turn's admission is handed to start it (its budgets and the rate
+  limiter's decision on them);
 * :mod:`.actor` -- :class:`Actor`, who is chatting;
 * :mod:`.hooks` -- :class:`Hooks` and :data:`HOOK_NAMES`;
 * :mod:`.confirmations` -- a confirmation waited on in this process, and a turn resumed after
@@ -27,7 +29,7 @@ plain functions and small classes that take what they use:
 from __future__ import annotations
 
 from .actor import Actor
-from .chat_session import ChatSession
+from .chat_session import ChatSession, turn_start
 from .compose import build_provider, connect_project, open_session, open_store
 from .hooks import HOOK_NAMES, Hooks
 
@@ -40,4 +42,5 @@ __all__ = [
     "connect_project",
     "open_session",
     "open_store",
+    "turn_start",
 ]

@@ -25,7 +25,7 @@ from ..events import (
 from ..planned.catalog import load_catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
-from ..ratelimit import RateLimiter
+from ..ratelimit import RateLimiter, decide
 from ..settings import ChatSettings
 from ..store import (
     Admission,
@@ -49,9 +49,21 @@ from .hooks import Hooks
 from .messages import conversation_title, text_refusal
 from .offer import tools_and_prompt
 
-__all__ = ["ChatSession"]
+__all__ = ["ChatSession", "turn_start"]
 
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
+
+
+def turn_start(text: str, limiter: RateLimiter) -> TurnStart:
+    """What starting a turn with ``text`` takes: its title, the actor's budgets and the rate
+    limiter's decision on them, which the store takes inside the turn's admission."""
+    return TurnStart(
+        text=text,
+        title=conversation_title(text),
+        limits=limiter.budgets,
+        window_seconds=limiter.window_seconds,
+        decide=decide,
+    )
 
 
 class ChatSession(TurnDriving):
@@ -193,13 +205,8 @@ class ChatSession(TurnDriving):
         return admission
 
     def turn_start(self, text: str) -> TurnStart:
-        """What starting a turn with ``text`` takes: its title and the actor's budgets."""
-        return TurnStart(
-            text=text,
-            title=conversation_title(text),
-            limits=self.limiter.budgets,
-            window_seconds=self.limiter.window_seconds,
-        )
+        """What starting a turn with ``text`` takes: see :func:`turn_start`."""
+        return turn_start(text, self.limiter)
 
     async def drive(
         self, admission: Admission, text: str, *, transport: Transport = "sse"

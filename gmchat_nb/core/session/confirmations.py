@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from ..events import ChatEvent, Done
+from ..events import ChatEvent, Done, Error
 from ..loop import ToolLoop
-from ..project.errors import ToolError
 from ..project.mutations import PreparedMutation
 from ..project.tools import TOOLS, ToolRun
 from ..providers.base import Message, ToolCallEvent
@@ -86,13 +85,10 @@ async def resumed_turn(
     call = ToolCallEvent(
         str(call_data.get("id", record.id)), TOOLS.mutate.name, dict(call_data.get("args", {}))
     )
-    try:
-        prepared = loop.prepare(call.args)
-    except ToolError as error:  # the schema or the allow-list changed since it was asked
-        yield await loop.record_result(messages, call, ToolRun(error.to_result()), state)
-    else:
-        async for event in loop.finish_mutation(messages, call, prepared, decision, state):
-            yield event
+    async for event in loop.resume(messages, call, decision, state):
+        yield event
+        if isinstance(event, Error):
+            return
     if record.turn_state.get("origin") == AGENT_ORIGIN:
         yield Done(usage=state.usage.to_dict())
         return

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator
 
 from ..events import (
@@ -34,7 +35,7 @@ from ..turns import STEP_RETRY_SECONDS, TRANSIENT
 from .confirmations import resumed_turn
 from .context import bounded_context
 from .ending import end_turn, end_turn_eventually, interrupt_turn
-from .engines import planned_turn, provider_retries, tool_loop, turn_guards
+from .engines import planned_turn, provider_retries, tool_loop, turn_guards, turn_scope
 from .turn_io import SessionTurnIO, TurnCancelled
 
 __all__ = ["TAKEN_OVER", "TurnDriving"]
@@ -98,18 +99,6 @@ class TurnDriving(SessionTurnIO):
         accounted = 0  # the model requests of retries.served kept as usage records
         trace = self.trace = TurnTrace(conversation_id=conversation_id, turn_id=state.turn_id)
         status = "unfinished"
-        loop = tool_loop(
-            self.project,
-            self.provider,
-            self._tools,
-            self.settings,
-            self._mutations,
-            self,
-            self.actor,
-            transport,
-            self.outcomes,
-            retries,
-        )
         ended = ending = False
         handed_over = False
         try:
@@ -125,8 +114,35 @@ class TurnDriving(SessionTurnIO):
                 pending_tail=resumed is not None,
                 retries=retries,
             )
-            loop.guards = guards = turn_guards(self.settings, messages)
-            loop.trace = trace
+            guards = turn_guards(self.settings, messages, state)
+            if guards.loop is not None:  # a retry's wait counts against the turn's time
+                retries.deadline = time.monotonic() + guards.settings.budgets.seconds
+            scope = turn_scope(
+                self.project,
+                self.settings,
+                guards,
+                mutations=self._mutations,
+                actor=self.actor,
+                origin=self.origin,
+                outcomes=self.outcomes,
+                trace=trace,
+                audit=self.audit,
+                hooks=self.hooks,
+                session_key=conversation_id,
+                turn_id=state.turn_id,
+                settle=self.settle_change,
+                checkpoint=self.checkpoint,
+            )
+            loop = tool_loop(
+                self.project,
+                self.provider,
+                self._tools,
+                self.settings,
+                self,
+                transport,
+                scope,
+                retries,
+            )
             if guards.suspicious_question:  # answered as usual, but on record
                 self.audit.emit(
                     "suspicious_question",
@@ -148,7 +164,7 @@ class TurnDriving(SessionTurnIO):
                     self._catalog,
                     self,
                     state,
-                    self.outcomes,
+                    scope,
                     built=self._role_providers,
                     on_usage=self.record_usage,
                     check_rate=self.check_rate,

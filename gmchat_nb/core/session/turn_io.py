@@ -1,6 +1,6 @@
 """What a session serves the engines while it drives a turn (the loop's
 :class:`~gmchat_nb.core.loop.TurnIO`): the turn's writes at each step, budgets, a cancel or a
-take-over seen between steps, audit and hooks per tool call, and confirmations opened and claimed
+take-over seen between steps, a change's ending settled, and confirmations opened and claimed
 in the store. A mixin of :class:`~gmchat_nb.core.session.ChatSession` (as the store's tables
 are mixins of its ``ChatStore``), which sets the attributes declared here.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from ..audit import AuditLog
 from ..events import Error, error_event
 from ..project.mutations import PreparedMutation
-from ..project.tools import TOOLS, ToolRun
+from ..project.tools import ToolRun
 from ..providers.base import BaseLLMProvider, Message, TokenUsage, ToolCallEvent
 from ..providers.pricing import (
     PriceOverride,
@@ -148,33 +148,11 @@ class SessionTurnIO:
             raise RuntimeError("no turn is being driven")
         return self._writer
 
-    def tool_finished(self, call: ToolCallEvent, run: ToolRun) -> None:
-        """Audit and hooks for one tool call."""
-        session_key = self.conversation_id
-        self.audit.emit(
-            "tool_call", {"tool_name": call.name, "args": call.args, "session_key": session_key}
-        )
-        self.audit.emit(
-            "tool_result",
-            {
-                "tool_name": call.name,
-                "args": call.args,
-                "result": run.result,
-                "session_key": session_key,
-            },
-        )
-        self.hooks.fire(
-            "tool_called", actor=self.actor, tool_name=call.name, args=call.args, result=run.result
-        )
-        if call.name == TOOLS.mutate.name and self.conversation_id is not None:
+    def settle_change(self, call: ToolCallEvent, run: ToolRun) -> None:
+        """Record how a change ended in its confirmation's row (the tool-call pipeline's audit
+        stage calls it; the audit log and the hooks are the pipeline's own stages)."""
+        if self.conversation_id is not None:
             settle(self.store, self.conversation_id, call.id, run, now=self.clock())
-            self.hooks.fire(
-                "mutation_executed",
-                actor=self.actor,
-                mutation=call.args.get("mutation"),
-                input=call.args.get("input"),
-                result=run.result,
-            )
 
     def provider_failed(self, error: BaseException) -> None:
         """Provider details stay server-side: the log and the error hook."""

@@ -20,7 +20,9 @@ The package is split by table, one module a job:
   :mod:`.records` — the values handed out;
 - :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
   :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table;
-  :mod:`.admission` — a turn's admission and start, one transaction over several tables.
+  :mod:`.admission` — a turn's admission and start, one transaction over several tables (the
+  decision on the actor's budgets is the caller's, handed in with the start: the store imports
+  no policy).
 
 :class:`ChatStore` is one class composed of those per-table mixins (each a
 :class:`~.database.Database`) rather than a facade that delegates to per-table objects, because

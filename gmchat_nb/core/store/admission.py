@@ -7,6 +7,12 @@ second finds the first running. Admission (the turn id, its input hash, the conv
 belongs to, the conversation's other open turns) and the start (budgets, a pending confirmation,
 the title, the question stored, the turn running under its owner's lease) are one transaction:
 the turn's first and only write before its first provider round.
+
+The store counts a turn's request against the actor's budgets but does not decide what an
+exhausted budget means: the caller hands that decision in with the start
+(:attr:`TurnStart.decide`, the rate limiter's :func:`~gmchat_nb.core.ratelimit.decide`, passed
+down by the session and the turn owner), and the store takes it inside the same write, so twenty
+turns racing for the last of a budget never all pass it.
 """
 
 from __future__ import annotations
@@ -15,10 +21,9 @@ import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from ..events import error_event
-from ..ratelimit import decide
 from .conversations import touch
 from .database import Database, Statements
 from .journal import insert_events, journal_rows
@@ -27,7 +32,15 @@ from .records import TurnRecord
 from .turns import TurnConflict, TurnLost, turn_record
 from .usage import admit_usage_in
 
-__all__ = ["Admission", "Admissions", "TurnBusy", "TurnStart", "UnknownConversation"]
+__all__ = [
+    "Admission",
+    "Admissions",
+    "BudgetDecider",
+    "BudgetVerdict",
+    "TurnBusy",
+    "TurnStart",
+    "UnknownConversation",
+]
 
 
 class UnknownConversation(KeyError):
@@ -38,15 +51,38 @@ class TurnBusy(RuntimeError):
     """Another turn of the conversation is running (somewhere) and its owner is alive."""
 
 
+class BudgetVerdict(Protocol):
+    """A decision on a turn's budgets, as an admission reads it (the rate limiter's
+    :class:`~gmchat_nb.core.ratelimit.RateDecision` is one): may the turn start, and if not, in
+    how many seconds it may ask again."""
+
+    @property
+    def allowed(self) -> bool: ...
+
+    @property
+    def retry_after_seconds(self) -> int | None: ...
+
+
+BudgetDecider: TypeAlias = Callable[[Mapping[str, float], float], BudgetVerdict]
+"""The caller's policy on exhausted budgets: ``(exhausted counter -> when its usage is below its
+limit again, now) -> verdict``, called inside the admission's write."""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnStart:
     """What starting a turn needs: its question, the title its conversation takes if it has none,
-    and the actor's request budgets (counter -> limit over ``window_seconds``)."""
+    the actor's request budgets (counter -> limit over ``window_seconds``) and ``decide``, the
+    decision on them the store takes inside the admission (required with budgets)."""
 
     text: str
     title: str = ""
     limits: Mapping[str, int] = field(default_factory=dict)
     window_seconds: float = 3600.0
+    decide: BudgetDecider | None = None
+
+    def __post_init__(self) -> None:
+        if self.limits and self.decide is None:
+            raise ValueError("a turn start with budgets needs the decision on them (decide)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +292,8 @@ def _refusal(
     connection: Statements, conversation_id: str, actor_id: str, start: TurnStart, now: float
 ) -> dict[str, Any] | None:
     """Why the turn may not start (a pending confirmation, a spent budget), or None; a request
-    that may start is counted against the actor's budgets here."""
+    that may start is counted against the actor's budgets here, and whether a spent budget
+    refuses it is the caller's ``start.decide``, taken in this transaction."""
     pending = connection.execute(
         "SELECT 1 FROM confirmations WHERE conversation_id = ? AND state = 'pending' "
         "AND expires_at > ? LIMIT 1",
@@ -272,10 +309,12 @@ def _refusal(
         window_seconds=start.window_seconds,
         now=now,
     )
-    decision = decide(below_at, now)
-    if decision.allowed:
+    if start.decide is None:  # no budgets (TurnStart holds to it): none can be exhausted
         return None
-    return error_event("rate_limited", retry_after_seconds=decision.retry_after_seconds).to_dict()
+    verdict = start.decide(below_at, now)
+    if verdict.allowed:
+        return None
+    return error_event("rate_limited", retry_after_seconds=verdict.retry_after_seconds).to_dict()
 
 
 def _start(

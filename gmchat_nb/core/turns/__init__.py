@@ -5,10 +5,29 @@
 - :mod:`.writer` — :class:`TurnWriter`, a turn's queued writes: grouped, fenced, retried.
 - :mod:`.closing` — closing a turn nobody drives, its effects settled honestly.
 - :mod:`.identity` — this process as an owner, and the scopes of servers that may take over.
+
+Surfaces see turns here and through :mod:`gmchat_nb.core.session`, never in the store: this
+package also hands them what they read of a turn and its conversation (the records, the
+admission, the turn states, the errors an admission or a store outage raises, and the store's
+type for their hints), re-exported from :mod:`gmchat_nb.core.store`.
 """
 
 from __future__ import annotations
 
+from ..store import (
+    Admission,
+    ChatStore,
+    ConversationRecord,
+    StoreUnavailableError,
+    TurnBusy,
+    TurnConflict,
+    TurnLost,
+    TurnRecord,
+    TurnStart,
+    TurnSummary,
+    UnknownConversation,
+)
+from ..store.records import FINAL_TURN_STATES, JournalEntry
 from .closing import SERVER_STOPPED, close_turn, resumable
 from .identity import OWNER, kernel_scope, server_scope
 from .owner import EXPIRED, LEASE_SECONDS, TurnOwner, new_turn_id
@@ -16,14 +35,27 @@ from .writer import GROUP_SECONDS, STEP_RETRY_SECONDS, TRANSIENT, TurnWriter
 
 __all__ = [
     "EXPIRED",
+    "FINAL_TURN_STATES",
     "GROUP_SECONDS",
     "LEASE_SECONDS",
     "OWNER",
     "SERVER_STOPPED",
     "STEP_RETRY_SECONDS",
     "TRANSIENT",
+    "Admission",
+    "ChatStore",
+    "ConversationRecord",
+    "JournalEntry",
+    "StoreUnavailableError",
+    "TurnBusy",
+    "TurnConflict",
+    "TurnLost",
     "TurnOwner",
+    "TurnRecord",
+    "TurnStart",
+    "TurnSummary",
     "TurnWriter",
+    "UnknownConversation",
     "close_turn",
     "kernel_scope",
     "new_turn_id",

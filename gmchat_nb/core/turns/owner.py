@@ -8,7 +8,9 @@ here; none of them reaches into the store's turn rows or decides liveness itself
 * **Admission** is one store transaction (:meth:`ChatStore.admit_turn`) that decides who runs
   the turn: the caller whose admission ``created`` it. Every other caller with the same turn id
   and text gets that admission and follows the turn; the id is the actor's, whatever
-  conversation a retry names.
+  conversation a retry names. Its start carries the actor's budgets and the decision on them
+  (:class:`~gmchat_nb.core.store.TurnStart`, built by the session from its rate limiter), which
+  the store takes inside that transaction.
 * **Leases.** The process driving a turn holds a lease on it in the store, renewed by a keeper
   thread (and by every write); a turn whose lease lapsed, or whose owner on this host is gone, is
   *abandoned*. A server *sweeps* the turns of its scope (:mod:`.identity`): an abandoned turn that

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from gmchat_nb.core.guards import loop_guard, scorer
+from gmchat_nb.core.guards import fingerprint as fingerprint_module
+from gmchat_nb.core.guards import scorer
 from gmchat_nb.core.guards.envelope import tool_result_text
 from gmchat_nb.core.guards.gates import TurnFacts, check_answer
 from gmchat_nb.core.guards.invisible import strip_invisible
@@ -114,7 +115,7 @@ def test_a_result_is_screened_on_its_texts_not_its_json() -> None:
 
 
 def slow_text(name: str, args: Any) -> str:
-    canonical = loop_guard._canonical(args)
+    canonical = fingerprint_module._canonical(args)
     return json.dumps(
         [name, canonical], sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
     )
@@ -139,7 +140,7 @@ ARGUMENTS: list[Any] = [
 
 @pytest.mark.parametrize("args", ARGUMENTS, ids=range(len(ARGUMENTS)))
 def test_the_fast_fingerprint_writes_the_canonical_text(args: Any) -> None:
-    assert loop_guard._text("query", args) == slow_text("query", args)
+    assert fingerprint_module._text("query", args) == slow_text("query", args)
 
 
 def test_the_fast_fingerprint_keeps_depth_cycles_and_spacing() -> None:
@@ -147,7 +148,7 @@ def test_the_fast_fingerprint_keeps_depth_cycles_and_spacing() -> None:
         deep: Any = "v"
         for _ in range(levels):
             deep = [deep]
-        assert loop_guard._text("query", {"a": deep}) == slow_text("query", {"a": deep})
+        assert fingerprint_module._text("query", {"a": deep}) == slow_text("query", {"a": deep})
     cyclic: list[Any] = []
     cyclic.append(cyclic)
     assert fingerprint("query", {"a": cyclic}) == fingerprint("query", {"a": cyclic})

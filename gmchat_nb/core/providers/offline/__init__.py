@@ -14,7 +14,12 @@ same conversation always gives the same events. Its plan for a question:
    (``cobalt``, ``Germany``, ``active``) which one round of ``query`` probes locates, together with
    the ``find_path`` routes to every manager a probe or condition may need;
 4. one ``query`` on the row manager with Django-style filter paths built from those routes;
-5. a plain answer from that result alone.
+5. a plain answer from that result alone;
+6. for a question that asks for a chart ("chart projects by status", "parts per material as a
+   bar chart"), a ``chart`` call of that result before the answer, which then says what it shows.
+
+As the planner of planned orchestration it names a chart question's query and chart in the plan
+itself, so the engine reads and draws them with no executor request.
 
 It never calls ``mutate``: write requests get an honest refusal, as do questions it cannot map to
 the data ("why", opinions, nothing matching).
@@ -30,6 +35,8 @@ The package, one module a job:
 * :mod:`.reading` -- the question read against the fetched schemas (step 3);
 * :mod:`.locating` -- value probes and ``find_path`` routes (step 3);
 * :mod:`.filters` -- the Django-style filters of the final query (step 4);
+* :mod:`.charting`, :mod:`.grouping` -- when a question asks for a chart, and which (step 6);
+* :mod:`.planning`, :mod:`.chart_plan` -- the provider as a planned turn's planner;
 * :mod:`.prose`, :mod:`.answers` -- the texts of answers and refusals (step 5).
 """
 

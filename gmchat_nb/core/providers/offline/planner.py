@@ -7,20 +7,30 @@ for each later step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...charts import Table
 from ...charts.tool import CHART
 from ...project.names import clip, split_words
 from ...project.tools import TOOLS
 from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
-from .charting import CHART_REQUEST, chart_args, chart_fields, chart_sentence
-from .conversation import Turn
+from .charting import (
+    ChartAsk,
+    asks_for_chart,
+    chart_args,
+    chart_fields,
+    chart_sentence,
+    chart_words,
+)
+from .conversation import Call, Turn
 from .filters import build_filters
+from .grouping import group_starts, is_to_one
 from .locating import relation_paths, value_probes
 from .question import OPINION_QUESTION, WRITE_REQUEST
-from .reading import QuestionReader
-from .schemas import label_field
+from .reading import RESULT_LIMIT, QuestionReader, Reading
+from .schemas import label_field, schema_fields
 from .words import REFERENCE_WORDS, STOPWORDS, is_number, word_forms
 
 __all__ = ["Planner", "Step"]
@@ -41,10 +51,11 @@ class Step:
 class Planner(QuestionReader):
     """Decides one step of one turn. Stateless: everything is recomputed from the turn."""
 
-    def __init__(self, turn: Turn, offered: frozenset[str]) -> None:
+    def __init__(self, turn: Turn, offered: frozenset[str], *, answering: bool = False) -> None:
         super().__init__(turn.question)
         self.turn = turn
         self.offered = offered
+        self.answering = answering  # a planned turn's synthesis: the turn's results, no tools
 
     def step(self) -> Step:
         """The next response of this turn (an answer says when the question was cut)."""
@@ -68,6 +79,9 @@ class Planner(QuestionReader):
                 + ", which are not available here."
             )
         search = self.turn.rounds.get("search")
+        final = self.turn.rounds.get("final")
+        if search is None and self.answering and final is not None:
+            return self._answer_from_query(final[-1])
         if search is None:
             return Step(calls=[(TOOLS.search_managers.name, {"query": self.question})])
         if not search[0].ok:
@@ -128,8 +142,10 @@ class Planner(QuestionReader):
             return None, []
         others = [name for name in named if name != row]
         # Hits with a field the question names and the row manager lacks ("hazardous" parts):
-        # their schemas say how to filter on it.
-        words = {token.base for token in self.tokens}
+        # their schemas say how to filter on it. A chart's own words name no field ("number of").
+        charted = asks_for_chart(self.question)
+        skipped = chart_words(self.tokens) if charted else set()
+        words = {token.base for index, token in enumerate(self.tokens) if index not in skipped}
         summaries = {str(hit["manager"]): hit for hit in hits}
         own = set(summaries[row].get("fields") or ()) if row in summaries else set()
         extra = 0
@@ -145,7 +161,28 @@ class Planner(QuestionReader):
                     others.append(name)
                     extra += 1
                     break
+        if charted:
+            row_hit = summaries.get(row)
+            others = [name for name in others if not self._grouped_by(name, row_hit)]
         return row, others
+
+    def _grouped_by(self, name: str, row_hit: Mapping[str, Any] | None) -> bool:
+        """Whether a chart question names the manager ``name`` only as what it groups by, through
+        the row manager's to-one relation of that name ("by material"): the query reads it
+        through the relation, so its schema is not fetched (a chart costs four calls)."""
+        relations = row_hit.get("relations") if row_hit is not None else None
+        if not isinstance(relations, Mapping):
+            return False
+        fields = [f for f in (row_hit or {}).get("fields") or () if isinstance(f, str)]
+        words = word_forms(name)
+        if not any(
+            target == name and word_forms(relation) == words and is_to_one(relation, None, fields)
+            for relation, target in relations.items()
+        ):
+            return False
+        starts = {start for _, start in group_starts(self.tokens)}
+        spans = self.manager_spans(name)
+        return bool(spans) and all(start in starts for start, _ in spans)
 
     def _content_words(self) -> list[str]:
         return [
@@ -174,7 +211,9 @@ class Planner(QuestionReader):
         schemas: dict[str, dict[str, Any]],
         hits: list[dict[str, Any]],
     ) -> Step:
-        reading = self.read(row, others, schemas)
+        known = {str(hit["manager"]): list(hit.get("fields") or ()) for hit in hits}
+        known.update({name: list(schema_fields(schema)) for name, schema in schemas.items()})
+        reading = self.read(row, others, schemas, known)
         if reading.problem is not None:
             return Step(text=reading.problem)
         probes = value_probes(reading.phrases, row, others, schemas, hits)
@@ -203,11 +242,12 @@ class Planner(QuestionReader):
         final = self.turn.rounds.get("final")
         label = label_field(schemas[row])
         fields: list[Any] = [label, *(name for name in reading.shown if name != label)]
-        charting = CHART.name in self.offered and CHART_REQUEST.search(self.question)
-        if charting:
-            fields += [
-                f for f in chart_fields(self.question, self.tokens, schemas[row]) if f not in fields
-            ]
+        # The rows show what a chart question groups by even where no chart can be drawn.
+        chart_asked = asks_for_chart(self.question)
+        charting = chart_asked and CHART.name in self.offered
+        if chart_asked:
+            extra = chart_fields(ChartAsk.read(self.question), schemas[row], reading.group)
+            fields += [name for name in extra if name not in fields]
         if final is None:
             args: dict[str, Any] = {"manager": row, "fields": fields}
             if filters:
@@ -215,8 +255,10 @@ class Planner(QuestionReader):
             if reading.order is not None:
                 name, descending = reading.order
                 args["order_by"] = [f"-{name}" if descending else name]
-            # Never one row: a one-row query is how probes are told apart in the history.
-            args["limit"] = max(reading.limit, 2)
+            # A chart counts every row one call can read, not the answer's first fifty; never
+            # one row: a one-row query is how probes are told apart in the history.
+            if not charting or reading.limit < RESULT_LIMIT:
+                args["limit"] = max(reading.limit, 2)
             return Step(calls=[(TOOLS.query.name, args)])
         outcome = final[0]
         if not outcome.ok or not isinstance(outcome.result, dict):
@@ -226,8 +268,35 @@ class Planner(QuestionReader):
         if charting:
             drawn = self.turn.rounds.get("chart")
             if drawn is not None:
-                return Step(text=f"{text} {chart_sentence(drawn[0])}")
-            chart = chart_args(self.question, self.tokens, outcome.result)
+                return Step(text=f"{text} {chart_sentence(drawn[0], outcome)}")
+            chart = chart_args(self.question, self.tokens, outcome.result, reading.group)
             if chart is not None:
                 return Step(calls=[(CHART.name, chart)])
+        return Step(text=text)
+
+    def _answer_from_query(self, call: Call) -> Step:
+        """A planned answer whose plan named the query (no search or schema came before it): the
+        query's own arguments say what its rows are."""
+        row = str(call.args.get("manager") or "")
+        if not call.ok or not isinstance(call.result, dict):
+            return Step(text=f"The query on {row} failed: {call.error_message}")
+        named = [name for name in call.args.get("fields") or () if isinstance(name, str)]
+        filters = call.args.get("filters")
+        reading = Reading()
+        rows = Table(item for item in call.result.get("data") or () if isinstance(item, dict))
+        reading.dates = frozenset(name for name, kind in rows.kinds.items() if kind == "temporal")
+        order = call.args.get("order_by")
+        if isinstance(order, list) and order and isinstance(order[0], str):
+            reading.order = (order[0].removeprefix("-"), order[0].startswith("-"))
+        limit = call.args.get("limit")
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+            reading.limit = min(limit, RESULT_LIMIT)
+        text = answer_text(
+            row,
+            call.result,
+            dict(filters) if isinstance(filters, dict) else {},
+            named[0] if named else "id",
+            named[1:],
+            reading,
+        )
         return Step(text=text)

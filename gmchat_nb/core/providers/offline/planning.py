@@ -4,7 +4,9 @@ A write request is a mutation plan (the legacy loop, with its confirmation gate,
 is one task whose objective is the question — the offline executor then reads it exactly as the
 legacy loop would — plus a calculation requirement when the question asks for a number over a
 field the candidate managers have ("total unit price", "average density", "how many"), so the
-engine, not prose, computes it.
+engine, not prose, computes it. A question that asks for a chart names its query and the chart
+of it on the query requirement when the candidates tell enough (:mod:`.chart_plan`): the engine
+runs the query and draws the chart with no executor request.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...project.names import split_words
+from ...project.tools import TOOLS
 from ..base import Message
+from .chart_plan import chart_plan
 from .question import WRITE_REQUEST
 
 __all__ = ["offline_plan", "reference_of"]
@@ -60,10 +64,20 @@ def offline_plan(question: str, candidates: list[dict[str, Any]]) -> dict[str, A
     """The plan for ``question`` (see the module docstring)."""
     if WRITE_REQUEST.search(question):
         return {"intent": "mutation", "tasks": []}
-    requirements: list[dict[str, Any]] = [
-        {"requirement_id": "rows", "kind": "query", "description": question[:200]}
-    ]
+    rows: dict[str, Any] = {
+        "requirement_id": "rows",
+        "kind": TOOLS.query.evidence,
+        "description": question[:200],
+    }
+    requirements: list[dict[str, Any]] = [rows]
     row = candidates[0] if candidates and isinstance(candidates[0], Mapping) else {}
+    charted = chart_plan(question, candidates)
+    if charted is not None:
+        rows["query"], rows["chart"] = charted
+        manager = charted[0]["manager"]
+        row = next(
+            (c for c in candidates if isinstance(c, Mapping) and c.get("manager") == manager), row
+        )
     for operation, pattern in _OPERATIONS:
         if not pattern.search(question):
             continue

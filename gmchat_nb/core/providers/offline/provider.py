@@ -46,7 +46,7 @@ class OfflineProvider(BaseLLMProvider):
         answering = not tools
         offered = frozenset(REQUIRED_TOOLS) if answering else frozenset(t.name for t in tools)
         step = (
-            Planner(turn, offered).step()
+            Planner(turn, offered, answering=answering).step()
             if turn is not None
             else Step(text="Ask me a question about the project's data.")
         )

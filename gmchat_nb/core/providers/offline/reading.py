@@ -8,12 +8,14 @@ probes locate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...project.names import singular, split_words
+from .charting import asks_for_chart, chart_words
 from .comparisons import DATE_ADJECTIVES, DESCENDING, SUPERLATIVE, SYNONYMS, TOP_N, Comparison
+from .grouping import Group, find_group
 from .prose import humanize
 from .question import QuestionText
 from .schemas import field_kind, filter_lookups, relation_targets, schema_fields
@@ -65,14 +67,23 @@ class Reading:
     unordered: str | None = None  # a superlative with no field to sort by
     limit: int = RESULT_LIMIT  # "the 3 cheapest": fewer rows
     dates: frozenset[str] = frozenset()  # the row manager's date fields, for wording
+    group: Group | None = None  # what a chart question groups by
     problem: str | None = None
 
 
 class QuestionReader(QuestionText):
     """Reads the question against the schemas of the managers it names."""
 
-    def read(self, row: str, others: list[str], schemas: dict[str, dict[str, Any]]) -> Reading:
-        """The question read against ``schemas`` (``reading.problem`` says why no query runs)."""
+    def read(
+        self,
+        row: str,
+        others: list[str],
+        schemas: dict[str, dict[str, Any]],
+        known: Mapping[str, Iterable[str]] | None = None,
+    ) -> Reading:
+        """The question read against ``schemas`` (``reading.problem`` says why no query runs);
+        ``known`` names the fields of managers whose schema was not fetched (a chart's grouping
+        may go through one)."""
         reading = Reading()
         reading.dates = frozenset(
             name for name, info in schema_fields(schemas[row]).items() if field_kind(info) == "date"
@@ -82,6 +93,13 @@ class QuestionReader(QuestionText):
         for name in list(dict.fromkeys([*managers, *self._named_anywhere(schemas)])):
             for start, end in self.manager_spans(name):
                 used.update(range(start, end))
+        if asks_for_chart(self.question):
+            # A chart's own words and its grouping are no values to look up ("parts per material
+            # as a bar chart"), and "by urgent" groups by the flag rather than filtering on it.
+            reading.group = find_group(self.tokens, row, schemas[row], known)
+            used.update(chart_words(self.tokens))
+            if reading.group is not None:
+                used.update(reading.group.tokens)
         quoted = self.quoted(used)
         comparisons = self.comparisons(used)
         mentions = self._mentions(managers, schemas, used)
