@@ -78,13 +78,12 @@ class _Event:
         """The event's JSON: the spec's fields, then ``sequence`` (and ``continues_after``) when
         known."""
         payload: dict[str, Any] = {"type": self.type}
-        for item in dataclasses.fields(self):
-            if item.name in ("sequence", "continues_after"):
+        optional = self._optional
+        for name in _spec_fields(type(self)):
+            value = getattr(self, name)
+            if value is None and name in optional:
                 continue
-            value = getattr(self, item.name)
-            if value is None and item.name in self._optional:
-                continue
-            payload[item.name] = value
+            payload[name] = value
         if self.sequence is not None:
             payload["sequence"] = self.sequence
         if self.continues_after is not None:
@@ -94,8 +93,34 @@ class _Event:
     _optional: ClassVar[frozenset[str]] = frozenset()
 
     def numbered(self, sequence: int) -> Self:
-        """The same event with its sequence number."""
-        return dataclasses.replace(self, sequence=sequence)
+        """The same event with its sequence number (a copy: events are frozen). Every event of
+        every turn is numbered, so the copy skips :func:`dataclasses.replace`'s checks."""
+        copy = object.__new__(type(self))
+        for name in _all_fields(type(self)):
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "sequence", sequence)
+        return copy
+
+
+_FIELDS: dict[Any, tuple[str, ...]] = {}
+_SPEC_FIELDS: dict[Any, tuple[str, ...]] = {}
+
+
+def _all_fields(kind: Any) -> tuple[str, ...]:
+    """Every field of an event class, in order (read once per class)."""
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = _FIELDS[kind] = tuple(item.name for item in dataclasses.fields(kind))
+    return names
+
+
+def _spec_fields(kind: Any) -> tuple[str, ...]:
+    """An event class's fields of the spec's JSON (its numbering fields apart)."""
+    names = _SPEC_FIELDS.get(kind)
+    if names is None:
+        numbering = ("sequence", "continues_after")
+        names = _SPEC_FIELDS[kind] = tuple(n for n in _all_fields(kind) if n not in numbering)
+    return names
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

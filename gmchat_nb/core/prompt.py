@@ -36,16 +36,15 @@ How to work:
 - Never guess data, fields, filters or relations: use the tools. Call all tools before you write the answer.
 {_TOOL_RULES}
 - A tool error says what was wrong and what would be valid: fix the call and try again.
-- {DATA_RULE}
+- {DATA_RULE}{{charts}}
 
 How to answer:
 - Only from tool results; copy values exactly and label them (material: Steel). Name the kind of rows you list.
 - An empty result means nothing matched: say so plainly. If total_count is larger than the rows you got, say you show the first ones.
 - No GraphQL, JSON or code in answers. Do not offer to run more queries; do it or answer.
-- A manager that is not available: say that data is not available; do not invent it.
-
-Changing data:
-{_bullets(*TOOLS.mutate.prompt_lines)}"""
+- A manager that is not available: say that data is not available; do not invent it."""
+# Only where a mutation is allowed (and mutate offered): else "you can only read" says it all.
+_CHANGES = "Changing data:\n" + _bullets(*TOOLS.mutate.prompt_lines)
 
 
 def build_system_prompt(
@@ -57,13 +56,14 @@ def build_system_prompt(
 ) -> str:
     """The system prompt for a project; ``mutations`` are the allow-listed mutation names,
     ``charts`` whether the ``chart`` tool is offered."""
+    chart_rule = "\n" + _bullets(*CHART.prompt_lines) if charts else ""
     parts = [
         "You answer questions about the data of a GeneralManager project by calling tools over "
         "its GraphQL schema. The data types are called managers.",
-        _RULES,
+        _RULES.replace("{charts}", chart_rule),
     ]
-    if charts:
-        parts.append("Charts:\n" + _bullets(*CHART.prompt_lines))
+    if mutations:
+        parts.append(_CHANGES)
     managers = list(index.managers.values())
     if managers:
         example = manager_schema(index, managers[0])["example"]

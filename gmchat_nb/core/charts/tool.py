@@ -23,21 +23,19 @@ __all__ = ["CHART", "ChartedQuery", "chart_event", "run_chart"]
 
 CHART: Final = Tool(
     name="chart",
-    description="Draw a chart of a query result of this turn for the user: name the query "
-    "(its call id; default the latest), a mark and its columns as the result names them "
-    "(nested fields dotted: 'material.name'). The data comes from the result; you only choose "
-    "how to draw it.",
+    description="Chart a query result of this turn: a mark and columns as the result names "
+    "them ('material.name').",
     parameters={
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "The query call's id (default: latest)."},
+            "query": {"type": "string", "description": "Its call id (default: latest)."},
             "mark": {"type": "string", "enum": list(MARKS)},
-            "x": {"type": "string", "description": "The column on x (a histogram's values)."},
-            "y": {"type": "string", "description": "A number column on y (leave out to count)."},
-            "color": {"type": "string", "description": "A column that groups by colour."},
+            "x": {"type": "string"},
+            "y": {"type": "string", "description": "Numbers; omit to count."},
+            "color": {"type": "string"},
             "aggregate": {"type": "string", "enum": list(AGGREGATES)},
             "sort": {"type": "string", "enum": list(SORTS)},
-            "limit": {"type": "integer", "minimum": 1, "description": "Keep the first N x values."},
+            "limit": {"type": "integer", "minimum": 1},
             "title": {"type": "string"},
         },
         "required": ["mark", "x"],
@@ -46,8 +44,7 @@ CHART: Final = Tool(
     access="read",
     evidence=None,
     prompt_lines=(
-        "Asked to plot, chart, graph or visualise: query the rows, then call chart on that "
-        "result (mark and columns); never write chart code or data.",
+        "Asked for a chart: query, then call chart on that result; never write chart code.",
     ),
 )
 

@@ -76,8 +76,23 @@ class TurnGuards:
         self.flagged = 0  # fields flagged in this turn's results
         self.gate_results: list[GateResult] = []
         self._change_asked: bool | None = None  # decided on the first mutate call
-        # how strongly the user's words try to override the assistant's instructions
-        self.question_score, self.question_reasons = question_score("\n".join(self.user_texts))
+        self._question: tuple[float, tuple[str, ...]] | None = None  # scored when first asked
+
+    @property
+    def question_score(self) -> float:
+        """How strongly the user's words try to override the assistant's instructions."""
+        return self._scored()[0]
+
+    @property
+    def question_reasons(self) -> tuple[str, ...]:
+        """Why the question scores as it does."""
+        return self._scored()[1]
+
+    def _scored(self) -> tuple[float, tuple[str, ...]]:
+        if self._question is None:
+            score, reasons = question_score("\n".join(self.user_texts))
+            self._question = (score, tuple(reasons))
+        return self._question
 
     @property
     def suspicious_question(self) -> bool:

@@ -114,7 +114,7 @@ _FIELD_SELECTION: dict[str, Any] = {
 }
 
 _QUERY_PROPERTIES: dict[str, Any] = {
-    "manager": {"type": "string", "description": "The manager to list, e.g. 'Part'."},
+    "manager": {"type": "string", "description": "e.g. 'Part'."},
     "fields": {
         "type": "array",
         "minItems": 1,
@@ -128,7 +128,7 @@ _QUERY_PROPERTIES: dict[str, Any] = {
         '{"material": {"name": "Steel"}}, {"partsList": {"any": {...}}}) or Django-style '
         'paths ({"material__name__icontains": "steel"}).',
     },
-    "exclude": {"type": "object", "description": "Rows to leave out; same format as filters."},
+    "exclude": {"type": "object", "description": "Rows to leave out (as filters)."},
     "order_by": {
         "type": "array",
         "items": {"type": ["string", "object"]},
@@ -224,9 +224,8 @@ TOOLS = ToolRegistry(
     ),
     query=Tool(
         name="query",
-        description="Read rows of one manager: filters, fields (relations nested), order_by, "
-        "limit and offset. Returns data, total_count, has_more and complete (true only when data "
-        "is the whole result).",
+        description="Read rows of one manager. Returns data, total_count, has_more and complete "
+        "(true only when data is the whole result).",
         parameters={
             **_object(_QUERY_PROPERTIES, ["manager", "fields"]),
             "$defs": {"fieldSelection": _FIELD_SELECTION},

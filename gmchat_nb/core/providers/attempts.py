@@ -163,9 +163,7 @@ class ProviderRetries:
         self._ahead = 0.0  # the wait tenacity decided before the next attempt
         # when the turn must be over (time.monotonic()): no retry waits past it
         self.deadline: float | None = None
-        self._backoff = wait_exponential(
-            multiplier=self.policy.first_wait_seconds, max=self.policy.max_wait_seconds
-        ) + wait_random(0, self.policy.jitter_seconds)
+        self._backoff: Any = None  # made when a request is first asked again (most turns: never)
 
     def _served(self, provider: BaseLLMProvider, usage: TokenUsage, started: float) -> None:
         """Keep one answered request for the turn's usage records and cost (the provider that
@@ -341,6 +339,10 @@ class ProviderRetries:
         hint = _hint(state)
         if hint is not None and hint.retry_after is not None:
             return min(hint.retry_after, self.policy.max_wait_seconds)
+        if self._backoff is None:
+            self._backoff = wait_exponential(
+                multiplier=self.policy.first_wait_seconds, max=self.policy.max_wait_seconds
+            ) + wait_random(0, self.policy.jitter_seconds)
         return min(float(self._backoff(state)), self.policy.max_wait_seconds)
 
     def _retrying_soon(self, provider: BaseLLMProvider, state: RetryCallState) -> None:

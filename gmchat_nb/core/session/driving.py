@@ -143,7 +143,10 @@ class TurnDriving(SessionTurnIO):
                 scope,
                 retries,
             )
-            if guards.suspicious_question:  # answered as usual, but on record
+            # a question that tries to override the instructions: refused when the settings say
+            # so, else answered as usual but on record (scored only when either needs it)
+            asks = guards.settings.question == "refuse" or self.audit.admits("suspicious_question")
+            if asks and guards.suspicious_question:
                 self.audit.emit(
                     "suspicious_question",
                     {

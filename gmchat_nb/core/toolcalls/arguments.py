@@ -2,7 +2,8 @@
 
 A call whose arguments a provider could not decode, that names a tool its caller is not
 offered, whose arguments are no JSON object or nest deeper than
-:data:`~gmchat_nb.core.text.MAX_JSON_DEPTH`, or that the tool's declaration refuses (an argument
+:data:`~gmchat_nb.core.text.MAX_JSON_DEPTH` (a provider's were bounded as they were decoded;
+an agent's and a terminal's are checked here), or that the tool's declaration refuses (an argument
 it does not take, one it needs, one of the wrong type: :func:`~.tools.check_call`) is answered
 here with an ``invalid_arguments`` or ``unknown_tool`` error the model can correct. Arguments
 from outside a provider's decoder (an agent's, a terminal's) have lone surrogates replaced
@@ -47,7 +48,8 @@ class ArgumentsStage(Stage):
                 f"The arguments of {clip(name)} must be a JSON object.",
             )
             return
-        if json_depth_exceeds(args):
+        # a provider's arguments were bounded when they were decoded (core/providers/completion)
+        if scope.kind != "turn" and json_depth_exceeds(args):
             record.refuse(
                 self.name,
                 "invalid_arguments",

@@ -30,6 +30,7 @@ is a provider, so its calls take the loop's road. What the stages share is a
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Collection, Iterable
 from typing import Final, Literal
@@ -98,10 +99,7 @@ class ToolCallPipeline:
             raise UnknownStage(f"no stage {wrong} can be skipped; stages: {names}")
         self.scope = scope
         self.skipped = tuple(name for name in STAGES if name in skip)
-        self.stages = tuple(stage for stage in _STAGES if stage.name not in skip)
-        self._checks = tuple(stage for stage in self.stages if _overrides(stage, "check"))
-        self._afters = tuple(stage for stage in self.stages if _overrides(stage, "after"))
-        self._prepare = tuple(stage for stage in self._checks if stage.name in PREPARE)
+        self.stages, self._checks, self._afters, self._prepare = _chain(frozenset(skip))
         self._traced = "trace" not in skip
         self._lock = scope.lock if serial else None
 
@@ -166,6 +164,19 @@ class ToolCallPipeline:
         scope = self.scope
         for stage in self._afters:
             stage.after(record, scope)
+
+
+@functools.cache
+def _chain(
+    skip: frozenset[str],
+) -> tuple[tuple[Stage, ...], tuple[Stage, ...], tuple[Stage, ...], tuple[Stage, ...]]:
+    """The stages without ``skip``: all, those with a part before the tool, those with one
+    after it, and the checks a resumed change takes again (made once per set of skipped
+    stages: every turn makes a pipeline)."""
+    stages = tuple(stage for stage in _STAGES if stage.name not in skip)
+    checks = tuple(stage for stage in stages if _overrides(stage, "check"))
+    afters = tuple(stage for stage in stages if _overrides(stage, "after"))
+    return stages, checks, afters, tuple(stage for stage in checks if stage.name in PREPARE)
 
 
 def _milliseconds_since(started: float) -> float:

@@ -133,7 +133,7 @@ async def test_the_charts_setting_offers_the_tool_and_off_gives_generalmanager_s
     gm = [name for name in TOOLS.names if name != TOOLS.mutate.name]
     assert [tool.name for tool in off_tools] == gm
     assert [tool.name for tool in on_tools] == [*gm, CHART.name]
-    assert "chart" not in off_prompt and "Charts:" in on_prompt
+    assert "chart" not in off_prompt and "call chart on that result" in on_prompt
     chat, _ = chat_with(
         [
             {"tool_calls": [{"name": "query", "args": ORDERS}]},

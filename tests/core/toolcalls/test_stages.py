@@ -118,7 +118,8 @@ async def test_a_tool_not_offered_is_unknown_naming_only_the_offered_ones(projec
     ],
 )
 async def test_arguments_the_declaration_refuses(project: Project, args: Any, says: str) -> None:
-    record = await run(scope(project), "query", args)
+    # an agent's arguments (a provider's are bounded in depth as they are decoded)
+    record = await run(scope(project, kind="agent"), "query", args)
     assert record.answered_by == "arguments" and record.verdict == "invalid_arguments"
     assert says in record.result["message"]
 
