@@ -17,6 +17,9 @@ sanitized only when read). Turns alternate between the two
 chats; medians of each round's medians. Then what one turn's pieces cost alone: the JSON
 envelope the SDK adapters send for each tool result (not used by the scripted provider, so not in
 the turn times), the scan of the results for suspicious text, and the gates' check of the answer.
+Then what each stage of the tool-call pipeline costs inside real turns (a separate, instrumented
+pass: each stage's parts and the gates timed with ``time.perf_counter``, totals per turn, on and
+off), so a missed goal shows where the time goes.
 
 Nothing is asserted; the machine's load is printed.
 """
@@ -158,9 +161,72 @@ async def main(quick: bool, rounds_: int) -> None:
         print(f"| {label} | {' | '.join(cells)} |")
 
 
+async def stage_costs(name: str, turns: int) -> dict[str, dict[str, float]]:
+    """Microseconds per turn in each tool-call stage (its check and after parts) and in the
+    completion gates, inside real turns with the defences on and off."""
+    from gmchat_nb.core.guards.turn import TurnGuards
+    from gmchat_nb.core.toolcalls import pipeline
+
+    spent: dict[str, dict[str, float]] = {}
+    current = ["on"]
+
+    def timed(function: Any, label: str) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                row = spent.setdefault(label, {"on": 0.0, "off": 0.0})
+                row[current[0]] += time.perf_counter() - start
+
+        return run
+
+    originals: list[tuple[Any, str, Any]] = []
+    for stage in pipeline._STAGES:  # the chain's stage objects, as every pipeline runs them
+        for part in ("check", "after"):
+            if getattr(type(stage), part) is not getattr(pipeline.Stage, part):
+                originals.append((stage, part, None))
+                setattr(stage, part, timed(getattr(stage, part), f"{stage.name} ({part})"))
+    check_answer_ = TurnGuards.check_answer
+    TurnGuards.check_answer = timed(check_answer_, "completion gates")  # type: ignore[method-assign]
+    try:
+        script = rounds(WORKLOADS[name], ANSWERS[name]) * (turns + 6)
+        for key, settings in (("on", ON), ("off", OFF)):
+            current[0] = key
+            chat = Chat(provider=ScriptedProvider({"rounds": script}), **COMMON, **settings)
+            for _ in range(turns):
+                (await chat.session()).new_conversation()
+                await chat.ask(QUESTION)
+                chat.turns.clear()
+            await chat.aclose()
+    finally:
+        for stage, part, _ in originals:
+            delattr(stage, part)
+        TurnGuards.check_answer = check_answer_  # type: ignore[method-assign]
+    return {label: {k: v / turns * 1e6 for k, v in row.items()} for label, row in spent.items()}
+
+
+async def print_stage_costs(quick: bool) -> None:
+    turns = 20 if quick else 200
+    print("\n| inside a turn (µs per turn) | small, on | small, off | typical, on | typical, off |")
+    print("|---|---:|---:|---:|---:|")
+    costs = {name: await stage_costs(name, turns) for name in WORKLOADS}
+    labels = sorted(
+        {label for rows in costs.values() for label in rows},
+        key=lambda label: -costs["typical"].get(label, {"on": 0.0})["on"],
+    )
+    for label in labels:
+        cells = []
+        for name in WORKLOADS:
+            row = costs[name].get(label, {"on": 0.0, "off": 0.0})
+            cells += [f"{row['on']:,.0f}", f"{row['off']:,.0f}"]
+        print(f"| {label} | {' | '.join(cells)} |")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
     asyncio.run(main(arguments.quick, arguments.rounds))
+    asyncio.run(print_stage_costs(arguments.quick))

@@ -44,6 +44,8 @@ from .sessions import ChatRuntime
 if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+    from ..core.agent import AgentGuards
+
 __all__ = ["MCPBridge", "MCPHandler", "MCPMissingHandler", "mcp_installed", "origin_allowed"]
 
 log = logging.getLogger(__name__)
@@ -188,6 +190,9 @@ class MCPBridge:
         self.cache_size = cache_size
         self._served: OrderedDict[tuple[str, str], _Served] = OrderedDict()  # on the engine only
         self._lock: asyncio.Lock | None = None  # the engine loop's
+        # the loop guard's state of each actor's calls, whichever of its servers answers them
+        # (a token's client is another "Anonymous ..." name at each request)
+        self._guards: AgentGuards | None = None
 
     async def answer(self, actor: Actor, scope: dict[str, Any], body: bytes) -> Answer:
         """From Jupyter's loop: the actor's server's answer to one request, run on the engine."""
@@ -244,15 +249,18 @@ class MCPBridge:
         """Build the actor's toolbox and server and start its stateless session manager."""
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from ..core.agent import AgentToolbox
+        from ..core.agent import AgentGuards, AgentToolbox
         from ..mcp_server import build_server
 
         for name in CHATTY_SDK_LOGGERS:  # unless the deployment configured them
             if logging.getLogger(name).level == logging.NOTSET:
                 logging.getLogger(name).setLevel(logging.WARNING)
         project = await self.runtime.project()
+        settings = self.runtime.settings
+        if self._guards is None:
+            self._guards = AgentGuards(settings, float(settings.loop_guard.seconds))
         toolbox = AgentToolbox(
-            project, self.runtime.settings, store=self.runtime.store, actor=actor
+            project, settings, store=self.runtime.store, actor=actor, guards=self._guards
         )
         server = build_server(toolbox, elicit=False)
         server.streamable_http_app(

@@ -231,6 +231,23 @@ async def test_the_read_tools_answer_over_http(server: JupyterServer) -> None:
         assert wrong.is_error  # a mistake the agent can correct, not a protocol error
 
 
+async def test_the_loop_guard_counts_an_actor_s_calls_across_stateless_requests(
+    server: JupyterServer,
+) -> None:
+    # Each request is a new stateless MCP session (and a token's client another "Anonymous ..."
+    # name each time); the loop guard's state is the actor's for a time window, so the same read
+    # a second time is run again with a note, and a third time refused.
+    args = {"manager": "Material", "fields": ["name", "id"], "limit": 2}  # read by no other test
+    answers = []
+    for _ in range(3):
+        async with agent(server) as session:
+            answers.append(await session.call_tool("query", args))
+    first, again, third = answers
+    assert not first.is_error and "notes" not in structured(first)
+    assert not again.is_error and "ran again" in structured(again)["notes"][-1]
+    assert third.is_error and structured(third)["code"] == "repeated_call"
+
+
 async def test_a_hidden_manager_answers_exactly_like_one_that_does_not_exist(
     server: JupyterServer,
 ) -> None:

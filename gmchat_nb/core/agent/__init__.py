@@ -3,6 +3,13 @@ declares and runs them; an agent's data change runs as a turn (:mod:`.changes`),
 as the turn's model (:mod:`.relay`)."""
 
 from .changes import AskHuman, PendingChange
-from .toolbox import AgentResult, AgentTool, AgentToolbox
+from .toolbox import AgentGuards, AgentResult, AgentTool, AgentToolbox
 
-__all__ = ["AgentResult", "AgentTool", "AgentToolbox", "AskHuman", "PendingChange"]
+__all__ = [
+    "AgentGuards",
+    "AgentResult",
+    "AgentTool",
+    "AgentToolbox",
+    "AskHuman",
+    "PendingChange",
+]

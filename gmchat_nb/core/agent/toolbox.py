@@ -44,7 +44,7 @@ from ..toolcalls import CallScope, ToolCallPipeline
 from .changes import CONFIRMATION_ID, AgentChanges, AskHuman, agent_settings, error_result
 from .relay import AgentCallRelay
 
-__all__ = ["AgentResult", "AgentTool", "AgentToolbox"]
+__all__ = ["AgentGuards", "AgentResult", "AgentTool", "AgentToolbox"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,47 @@ class AgentResult:
     is_error: bool
 
 
+class AgentGuards:
+    """The loop guard's state of agents' calls, one per actor id, each renewed once
+    ``window_seconds`` have passed since it began: what a repeat is counted against. The
+    server's MCP route keeps one for every toolbox it builds (a client's requests may each come
+    under another name of the same user); ``gmchat mcp`` has one toolbox, and so one of these."""
+
+    def __init__(
+        self,
+        settings: ChatSettings,
+        window_seconds: float,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.window_seconds = window_seconds
+        self.clock = clock
+        self._guards: dict[str, tuple[float, TurnGuards]] = {}
+
+    def of(self, actor_id: str) -> TurnGuards:
+        """The actor's guard state now (a new one when its window has passed)."""
+        now = self.clock()
+        held = self._guards.get(actor_id)
+        if held is not None and now - held[0] < self.window_seconds:
+            return held[1]
+        for key in [
+            k for k, (began, _) in self._guards.items() if now - began >= self.window_seconds
+        ]:
+            del self._guards[key]  # windows that passed: nothing of them is kept
+        guards = TurnGuards(
+            GuardSettings(
+                loop_guard=self.settings.loop_guard.enabled,
+                gates=frozenset(),
+                mutation_intent=False,
+                flag_results=self.settings.injection.flag_results,
+            ),
+            (),
+        )
+        self._guards[actor_id] = (now, guards)
+        return guards
+
+
 class AgentToolbox:
     """The tools of one actor over one project, under the chat's settings."""
 
@@ -109,6 +150,7 @@ class AgentToolbox:
         actor: Actor,
         clock: Callable[[], float] = time.time,
         window_seconds: float | None = None,
+        guards: AgentGuards | None = None,
     ) -> None:
         self.project = project
         self.settings = agent_settings(settings)
@@ -123,8 +165,7 @@ class AgentToolbox:
         self.hooks = Hooks(settings.hooks)
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
         self.mutations = tuple(allowed)
-        self._scope: CallScope | None = None
-        self._scope_started = 0.0
+        self.guards = guards or AgentGuards(self.settings, self.window_seconds, clock=clock)
         self.changes = AgentChanges(
             project,
             self.settings,
@@ -208,28 +249,13 @@ class AgentToolbox:
             )
 
     def scope(self) -> CallScope:
-        """The agent's tool-call scope, afresh once ``window_seconds`` have passed since it
-        began (what a repeat is answered from, what the loop guard counts)."""
-        now = self.clock()
-        if self._scope is None or now - self._scope_started >= self.window_seconds:
-            self._scope, self._scope_started = self._new_scope(), now
-        return self._scope
-
-    def _new_scope(self) -> CallScope:
+        """The scope of the agent's next call: the loop guard's state is the actor's (shared by
+        every toolbox of the actor id, afresh once ``window_seconds`` have passed)."""
         settings = self.settings
-        guards = TurnGuards(
-            GuardSettings(
-                loop_guard=settings.loop_guard.enabled,
-                gates=frozenset(),
-                mutation_intent=False,
-                flag_results=settings.injection.flag_results,
-            ),
-            (),
-        )
         return CallScope(
             kind="agent",
             project=self.project,
-            guards=guards,
+            guards=self.guards.of(self.actor.id),
             origin="agent",
             authenticated=self.actor.authenticated,
             actor=self.actor,
@@ -270,7 +296,7 @@ class AgentToolbox:
         if isinstance(result, dict) and result.get("status") == "executed":
             # the data changed: the agent's reads are fair again (the loop guard's counts)
             mutation = str(result.get("mutation") or args.get("mutation"))
-            self.scope().guards.mutation_ended(mutation, args, "executed")
+            self.guards.of(self.actor.id).mutation_ended(mutation, args, "executed")
         return result
 
     def managers(self) -> list[dict[str, Any]]:
