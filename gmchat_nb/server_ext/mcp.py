@@ -190,9 +190,7 @@ class MCPBridge:
         self.cache_size = cache_size
         self._served: OrderedDict[tuple[str, str], _Served] = OrderedDict()  # on the engine only
         self._lock: asyncio.Lock | None = None  # the engine loop's
-        # the loop guard's state of each actor's calls, whichever of its servers answers them
-        # (a token's client is another "Anonymous ..." name at each request)
-        self._guards: AgentGuards | None = None
+        self._guards: AgentGuards | None = None  # an actor's, whichever server answers it
 
     async def answer(self, actor: Actor, scope: dict[str, Any], body: bytes) -> Answer:
         """From Jupyter's loop: the actor's server's answer to one request, run on the engine."""
@@ -257,8 +255,7 @@ class MCPBridge:
                 logging.getLogger(name).setLevel(logging.WARNING)
         project = await self.runtime.project()
         settings = self.runtime.settings
-        if self._guards is None:
-            self._guards = AgentGuards(settings, float(settings.loop_guard.seconds))
+        self._guards = self._guards or AgentGuards(settings, float(settings.loop_guard.seconds))
         toolbox = AgentToolbox(
             project, settings, store=self.runtime.store, actor=actor, guards=self._guards
         )

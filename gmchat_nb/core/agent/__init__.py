@@ -3,7 +3,8 @@ declares and runs them; an agent's data change runs as a turn (:mod:`.changes`),
 as the turn's model (:mod:`.relay`)."""
 
 from .changes import AskHuman, PendingChange
-from .toolbox import AgentGuards, AgentResult, AgentTool, AgentToolbox
+from .guards import AgentGuards
+from .toolbox import AgentResult, AgentTool, AgentToolbox
 
 __all__ = [
     "AgentGuards",

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..audit import AuditLog
-from ..guards.turn import GuardSettings, TurnGuards
 from ..project.names import MAX_NAME_LENGTH, clip
 from ..project.project import Project
 from ..project.tools import DIRECT_PREFIX, TOOLS
@@ -42,9 +41,10 @@ from ..store import ChatStore, StoreUnavailableError
 from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
 from ..toolcalls import CallScope, ToolCallPipeline
 from .changes import CONFIRMATION_ID, AgentChanges, AskHuman, agent_settings, error_result
+from .guards import AgentGuards
 from .relay import AgentCallRelay
 
-__all__ = ["AgentGuards", "AgentResult", "AgentTool", "AgentToolbox"]
+__all__ = ["AgentResult", "AgentTool", "AgentToolbox"]
 
 log = logging.getLogger(__name__)
 
@@ -95,47 +95,6 @@ class AgentResult:
     structured: dict[str, Any]
     text: str
     is_error: bool
-
-
-class AgentGuards:
-    """The loop guard's state of agents' calls, one per actor id, each renewed once
-    ``window_seconds`` have passed since it began: what a repeat is counted against. The
-    server's MCP route keeps one for every toolbox it builds (a client's requests may each come
-    under another name of the same user); ``gmchat mcp`` has one toolbox, and so one of these."""
-
-    def __init__(
-        self,
-        settings: ChatSettings,
-        window_seconds: float,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.settings = settings
-        self.window_seconds = window_seconds
-        self.clock = clock
-        self._guards: dict[str, tuple[float, TurnGuards]] = {}
-
-    def of(self, actor_id: str) -> TurnGuards:
-        """The actor's guard state now (a new one when its window has passed)."""
-        now = self.clock()
-        held = self._guards.get(actor_id)
-        if held is not None and now - held[0] < self.window_seconds:
-            return held[1]
-        for key in [
-            k for k, (began, _) in self._guards.items() if now - began >= self.window_seconds
-        ]:
-            del self._guards[key]  # windows that passed: nothing of them is kept
-        guards = TurnGuards(
-            GuardSettings(
-                loop_guard=self.settings.loop_guard.enabled,
-                gates=frozenset(),
-                mutation_intent=False,
-                flag_results=self.settings.injection.flag_results,
-            ),
-            (),
-        )
-        self._guards[actor_id] = (now, guards)
-        return guards
 
 
 class AgentToolbox:

@@ -56,8 +56,12 @@ def test_definitions_are_fresh_copies_of_the_declarations() -> None:
 
 
 def test_the_system_prompt_says_each_tool_s_lines(inventory: Project) -> None:
-    prompt = build_system_prompt(inventory.index)
+    prompt = build_system_prompt(inventory.index, mutations=("createPart",))
     for tool in TOOLS:
         assert isinstance(tool, Tool) and tool.prompt_lines
         for line in tool.prompt_lines:
             assert line in prompt, (tool.name, line)
+    # where no mutation is allowed, mutate is not offered and its rules are not said
+    read_only = build_system_prompt(inventory.index)
+    assert not any(line in read_only for line in TOOLS.mutate.prompt_lines)
+    assert "you can only read" in read_only

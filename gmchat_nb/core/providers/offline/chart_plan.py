@@ -23,7 +23,7 @@ from .charting import ChartAsk, asks_for_chart, chart_fields, chart_intent
 from .filters import build_filters
 from .grouping import is_to_one
 from .question import QuestionText
-from .reading import RESULT_LIMIT, QuestionReader
+from .reading import QuestionReader
 from .schemas import field_kind, label_field, schema_fields
 from .words import REFERENCE_WORDS
 
@@ -68,14 +68,7 @@ def chart_plan(
     chart = chart_intent(ask, reader.tokens, _kinds(fields, row, schemas), group)
     if chart is None:
         return None
-    query: dict[str, Any] = {"manager": row, "fields": fields}
-    if filters:
-        query["filters"] = filters
-    if reading.order is not None:
-        name, descending = reading.order
-        query["order_by"] = [f"-{name}" if descending else name]
-    if reading.limit < RESULT_LIMIT:  # "the 5 largest": else every row one call reads
-        query["limit"] = max(reading.limit, 2)
+    query = reading.query_args(row, fields, filters, chart=True)
     return query, chart
 
 

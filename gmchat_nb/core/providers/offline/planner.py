@@ -249,16 +249,7 @@ class Planner(QuestionReader):
             extra = chart_fields(ChartAsk.read(self.question), schemas[row], reading.group)
             fields += [name for name in extra if name not in fields]
         if final is None:
-            args: dict[str, Any] = {"manager": row, "fields": fields}
-            if filters:
-                args["filters"] = filters
-            if reading.order is not None:
-                name, descending = reading.order
-                args["order_by"] = [f"-{name}" if descending else name]
-            # A chart counts every row one call can read, not the answer's first fifty; never
-            # one row: a one-row query is how probes are told apart in the history.
-            if not charting or reading.limit < RESULT_LIMIT:
-                args["limit"] = max(reading.limit, 2)
+            args = reading.query_args(row, fields, filters, chart=bool(charting))
             return Step(calls=[(TOOLS.query.name, args)])
         outcome = final[0]
         if not outcome.ok or not isinstance(outcome.result, dict):

@@ -70,6 +70,22 @@ class Reading:
     group: Group | None = None  # what a chart question groups by
     problem: str | None = None
 
+    def query_args(
+        self, row: str, fields: list[Any], filters: dict[str, Any], *, chart: bool
+    ) -> dict[str, Any]:
+        """The final ``query`` call's arguments: the rows, filters and order read, and the
+        answer's rows; a chart's counts every row one call can read unless the question asked
+        for fewer (never one row: a one-row query is how probes are told apart in the history)."""
+        args: dict[str, Any] = {"manager": row, "fields": fields}
+        if filters:
+            args["filters"] = filters
+        if self.order is not None:
+            name, descending = self.order
+            args["order_by"] = [f"-{name}" if descending else name]
+        if not chart or self.limit < RESULT_LIMIT:
+            args["limit"] = max(self.limit, 2)
+        return args
+
 
 class QuestionReader(QuestionText):
     """Reads the question against the schemas of the managers it names."""
