@@ -11,12 +11,14 @@ Run from the repository root (needs the ``[mcp]`` extra)::
     .venv/bin/python bench/mcp.py --no-http  # without the jupyter server
 
 The call is ``query`` of 20 parts' names and quantities on the in-process inventory demo
-(:data:`ARGS`), on every path:
+(:data:`ARGS`, with a filter every part passes that differs at each call: an agent's identical
+calls are the loop guard's to answer), on every path:
 
 1. In process: :func:`gmchat_nb.core.project.tools.run_tool` (what a chat turn runs for a tool
    call: the baseline every ratio is against) and :meth:`AgentToolbox.call` (what the MCP
-   server runs for it: the request budget's check and count in the store, the session's audit and
-   hooks, the structured result and its text), once with a budget that never refuses (counted,
+   server runs for it: the tool-call pipeline in the agent's scope -- the request budget's check
+   and count in the store, hidden managers, the loop guard, the scan, audit and hooks, a span --
+   the structured result and its text), once with a budget that never refuses (counted,
    as every server below is configured) and once with none.
 2. stdio: one ``gmchat mcp --project demo`` process, one SDK ``ClientSession``, the calls one
    after another; the same session's ``ping`` (the protocol's round trip without a tool). The
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import sys
 import tempfile
@@ -78,6 +81,16 @@ from gmchat_nb.core.settings import load_settings  # noqa: E402
 from gmchat_nb.core.store import ChatStore  # noqa: E402
 
 ARGS: dict[str, Any] = {"manager": "Part", "fields": ["name", "quantity"], "limit": 20}
+_CALLS = itertools.count(1)
+
+
+def args() -> dict[str, Any]:
+    """:data:`ARGS` with a filter every part passes (``id > -n``), another ``n`` each call: the
+    same call again would be the loop guard's to answer (a repeat, then a refusal), on every
+    path but run_tool, so every path makes distinct calls."""
+    return {**ARGS, "filters": {"id__gt": -next(_CALLS)}}
+
+
 COUNTED = {"requests": 10**9}  # a request budget that never refuses: every check and count runs
 UNCOUNTED = {"requests": None}
 ROUTE = "gmchat/mcp"
@@ -122,11 +135,11 @@ async def in_process_paths(
     )
 
     async def tool() -> list[dict[str, Any]]:
-        return rows_of_tool((await run_tool(project, "query", ARGS)).result)
+        return rows_of_tool((await run_tool(project, "query", args())).result)
 
     def toolbox_call(box: AgentToolbox) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
         async def call() -> list[dict[str, Any]]:
-            result = await box.call("query", ARGS)
+            result = await box.call("query", args())
             assert not result.is_error, result.structured
             return list(result.structured["rows"])
 
@@ -142,7 +155,7 @@ async def in_process_paths(
 
 def session_paths(session: ClientSession, transport: str) -> list[CallPath]:
     async def query() -> list[dict[str, Any]]:
-        return rows_of_mcp(await session.call_tool("query", ARGS))
+        return rows_of_mcp(await session.call_tool("query", args()))
 
     async def ping() -> None:
         await session.send_ping()
