@@ -191,7 +191,8 @@ class AgentToolbox:
             if name == TOOLS.mutate.name and name in self._tools:
                 return _answer(TOOLS.mutate.name, await self._change(arguments, ask))
             scope = self.scope()
-            call = ToolCallEvent(f"mcp-{uuid.uuid4().hex}", name, arguments)  # type: ignore[arg-type]  # checked by the arguments stage
+            given = {} if arguments is None else arguments  # no arguments: an empty object
+            call = ToolCallEvent(f"mcp-{uuid.uuid4().hex}", name, given)  # type: ignore[arg-type]  # checked by the arguments stage
             record = await ToolCallPipeline(scope).run(call)
             return _answer(
                 record.name if record.answered_by != "arguments" else "",
@@ -224,7 +225,6 @@ class AgentToolbox:
             audit=self.audit,
             hooks=self.hooks,
             admit=self._admit,
-            llm_spans=settings.telemetry.llm_spans,
         )
 
     def _admit(self) -> dict[str, Any] | None:

@@ -123,12 +123,14 @@ class TurnWork:
         memo = planned or self.guards.loop is None
         record = self.evidence.cached(identity) if memo else None
         served = record is not None  # from the turn's evidence, without running again
+        chart = None
         if record is not None:
             run, frame, duration, flags = ToolRun(record.payload_json()), None, None, None
         else:
             done = await self.pipeline.run(event)
             assert done.run is not None
             run, frame, duration, flags = done.run, done.frame, done.duration_ms, done.flags
+            chart = done.chart
             if done.verdict == "repeat":  # the loop guard's: the earlier call's evidence
                 record = self.evidence.cached(identity)
                 served = record is not None
@@ -142,8 +144,6 @@ class TurnWork:
                     call_identity=identity,
                     provenance=_provenance(name, args),
                 )
-            if done.chart is not None:
-                self.emit(done.chart)
         await self.io.persist(Message("assistant", tool_calls=(event,)), self.state)
         await self.io.persist(
             Message("tool", tool_call_id=call_id, tool_name=name, tool_result=run.result),
@@ -161,6 +161,8 @@ class TurnWork:
                 flags=flags,
             )
         )
+        if chart is not None:  # reported after its result, as the loop reports one
+            self.emit(chart)
         return CallResult(run.result, record, identity, served)
 
 

@@ -127,7 +127,6 @@ def turn_scope(
         settle=settle,
         mutation_key=key,
         checkpoint=checkpoint,
-        llm_spans=settings.telemetry.llm_spans,
     )
 
 

@@ -112,7 +112,6 @@ class CallScope:
     references: tuple[ReferenceCall, ...] = ()
     matched: dict[str, str] = field(default_factory=dict)
     """Call id -> the id of the reference call it matched (the reference stage)."""
-    llm_spans: str = "auto"
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held around each call's way through the stages by a caller whose calls run concurrently
     (a planned turn's tasks: ``ToolCallPipeline(scope, serial=True)``)."""
