@@ -178,7 +178,9 @@ class ToolRegistry:
     def get(self, name: object) -> Tool | None:
         """The tool called ``name``; ``None`` for any other name (a direct ``query_<manager>``
         tool is not declared here: :func:`tool_definitions` derives them from ``query``)."""
-        return next((tool for tool in self if tool.name == name), None)
+        if not isinstance(name, str):
+            return None
+        return _BY_NAME.get(name)  # every call asks: a lookup, not a walk of the fields
 
 
 TOOLS = ToolRegistry(
@@ -259,6 +261,7 @@ TOOLS = ToolRegistry(
     ),
 )
 """The chat tools, each declared once (``TOOLS.find_path.name``, ``for tool in TOOLS``)."""
+_BY_NAME: dict[str, Tool] = {tool.name: tool for tool in TOOLS}
 
 DISCOVERY_TOOLS = TOOLS.names
 """The tools of the ``discovery`` strategy, in the order they are offered."""
