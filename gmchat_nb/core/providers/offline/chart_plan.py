@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...project.names import split_words
 from .charting import ChartAsk, asks_for_chart, chart_fields, chart_intent
 from .filters import build_filters
 from .grouping import is_to_one
@@ -75,12 +74,7 @@ def chart_plan(
 def _row(text: QuestionText, names: list[str]) -> str:
     """The manager the question names first (a full name before a partial one at the same
     place), else the best-ranked candidate -- as the classic loop chooses."""
-    positions: dict[str, int] = {}
-    for name in names:
-        spans = text.manager_spans(name)
-        if spans:
-            positions[name] = min(start for start, _ in spans)
-    named = sorted(positions, key=lambda name: (positions[name], -len(split_words(name))))
+    named = text.named_in_order(names)
     return named[0] if named else names[0]
 
 

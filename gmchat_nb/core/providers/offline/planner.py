@@ -13,7 +13,7 @@ from typing import Any
 
 from ...charts import Table
 from ...charts.tool import CHART
-from ...project.names import clip, split_words
+from ...project.names import clip
 from ...project.tools import TOOLS
 from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
 from .charting import (
@@ -122,15 +122,7 @@ class Planner(QuestionReader):
             if isinstance(relations, dict):
                 known.extend(str(target) for target in relations.values())
         known = list(dict.fromkeys(known))
-        positions: dict[str, int] = {}
-        for name in known:
-            spans = self.manager_spans(name)
-            if spans:
-                positions[name] = min(start for start, _ in spans)
-        # A full-name mention beats a partial one at the same place ("purchase orders" vs
-        # "orders"), and the earliest mention is the subject: "Which parts does project Apollo
-        # use?" lists parts.
-        named = sorted(positions, key=lambda name: (positions[name], -len(split_words(name))))
+        named = self.named_in_order(known)
         row: str | None = named[0] if named else None
         previous = self.turn.previous
         referring = any(token.lower in REFERENCE_WORDS for token in self.tokens)

@@ -8,7 +8,9 @@ schema-aware reading has claimed what it understood.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
+from ...project.names import split_words
 from .comparisons import BETWEEN, COMPARISON, DATE_WORDS, IN_YEAR, Comparison, parse_op, value_of
 from .words import STOPWORDS, Token, find_words, is_number, tokenize, word_forms
 
@@ -55,6 +57,18 @@ class QuestionText:
                 # "orders" alone still names PurchaseOrder when nothing else claims the word.
                 spans.extend(find_words(self.tokens, words[-1:]))
         return spans
+
+    def named_in_order(self, names: Iterable[str]) -> list[str]:
+        """The managers of ``names`` the question names, the first named first. A full-name
+        mention beats a partial one at the same place ("purchase orders" against "orders"),
+        and the earliest mention is the subject: "Which parts does project Apollo use?" lists
+        parts."""
+        positions: dict[str, int] = {}
+        for name in names:
+            spans = self.manager_spans(name)
+            if spans:
+                positions[name] = min(start for start, _ in spans)
+        return sorted(positions, key=lambda name: (positions[name], -len(split_words(name))))
 
     def tokens_in(self, start: int, end: int) -> list[int]:
         """The indices of the tokens inside the characters ``start:end``."""
