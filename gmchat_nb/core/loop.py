@@ -48,7 +48,7 @@ from .guards.stopped import stop_notice, stopped_answer
 from .loop_calls import LoopCalls
 from .project.project import Project
 from .project.tools import TOOLS, is_read_tool
-from .providers.attempts import ProviderRetries, StreamResetEvent, complete_text
+from .providers.attempts import ProviderRetries, StreamResetEvent
 from .providers.base import (
     BaseLLMProvider,
     DoneEvent,
@@ -71,7 +71,6 @@ __all__ = [
     "TurnIO",
     "TurnState",
     "Waiter",
-    "complete_text",
     "completed_events",
 ]
 

@@ -60,17 +60,14 @@ class TurnState:
 
 @dataclass(frozen=True, slots=True)
 class LoopLimits:
-    """The settings the loop enforces."""
+    """The settings the loop enforces (which changes are allowed or confirm-listed, and whether
+    charts are drawn, are the turn's tool-call scope's: its stages enforce them)."""
 
     max_rounds: int
     max_retries: int
     max_mutations: int
-    confirm_mutations: frozenset[str]
     confirm_timeout_seconds: float
     recover_missing_tool_calls: bool
-    allowed_mutations: frozenset[str] = frozenset()
-    charts: bool = False
-    """Whether the ``chart`` tool is offered (and run)."""
 
 
 class Waiter(Protocol):

@@ -38,8 +38,8 @@ from ..session.confirmations import AGENT_ORIGIN
 from ..session.hooks import Hooks
 from ..settings import ChatSettings
 from ..store import ChatStore, StoreUnavailableError
-from ..text import MAX_JSON_DEPTH, clean_json, json_depth_exceeds
-from ..toolcalls import CallScope, ToolCallPipeline
+from ..text import clean_json
+from ..toolcalls import CallScope, ToolCallPipeline, outside_arguments
 from .changes import CONFIRMATION_ID, AgentChanges, AskHuman, agent_settings, error_result
 from .guards import AgentGuards
 from .relay import AgentCallRelay
@@ -135,6 +135,9 @@ class AgentToolbox:
             clock=clock,
         )
         self._tools = {tool.name: tool for tool in self._declare()}
+        self._offered = tuple(self._tools)  # each call's scope, made once
+        self._allowed = frozenset(self.mutations)
+        self._confirmed = frozenset(self.settings.confirm_mutations)
 
     def session(self, relay: AgentCallRelay, conversation_id: str | None) -> ChatSession:
         """A session of the actor whose model is ``relay`` (its changes marked an agent's)."""
@@ -211,7 +214,6 @@ class AgentToolbox:
     def scope(self) -> CallScope:
         """The scope of the agent's next call: the loop guard's state is the actor's (shared by
         every toolbox of the actor id, afresh once ``window_seconds`` have passed)."""
-        settings = self.settings
         return CallScope(
             kind="agent",
             project=self.project,
@@ -219,9 +221,9 @@ class AgentToolbox:
             origin="agent",
             authenticated=self.actor.authenticated,
             actor=self.actor,
-            allowed_mutations=frozenset(self.mutations),
-            confirm_mutations=frozenset(settings.confirm_mutations),
-            offered=tuple(self._tools),
+            allowed_mutations=self._allowed,
+            confirm_mutations=self._confirmed,
+            offered=self._offered,
             audit=self.audit,
             hooks=self.hooks,
             admit=self._admit,
@@ -240,13 +242,10 @@ class AgentToolbox:
         """``mutate``: a new change runs as a turn (its admission counts it against the
         budget, and its call takes the pipeline in the turn's scope); asking how one ended
         counts as a request."""
-        deep = arguments is not None and json_depth_exceeds(arguments)
-        args = {} if arguments is None else arguments if deep else clean_json(arguments)
-        if not isinstance(args, dict):
-            return error_result("invalid_arguments", "The arguments must be a JSON object.")
-        if deep:
-            message = f"The arguments nest deeper than {MAX_JSON_DEPTH} levels."
-            return error_result("invalid_arguments", message)
+        # checked as the pipeline's arguments stage checks an agent's reads
+        args = outside_arguments(TOOLS.mutate.name, {} if arguments is None else arguments)
+        if isinstance(args, str):
+            return error_result("invalid_arguments", args)
         if CONFIRMATION_ID in args:
             refusal = self._admit()
             if refusal is not None:

@@ -300,6 +300,11 @@ class LoopGuard:
             return "budget_seconds"
         return None
 
+    @property
+    def stopped_by(self) -> str | None:
+        """The reason :meth:`stop` was called with, once it was."""
+        return self._stopped
+
     def stop(self, reason: str) -> None:
         """The loop ended the turn with a forced final answer for ``reason`` (the first kept)."""
         if self._stopped is None:

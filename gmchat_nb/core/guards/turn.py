@@ -1,7 +1,10 @@
-"""One turn's defences in one object: what the loop consults at each step.
+"""One scope's defences in one object: what the tool-call pipeline's stages and the engines
+consult.
 
-The loop (``core/loop.py``) stays a state machine of rounds; :class:`TurnGuards` holds what the
-defences need to remember over a turn and answers the loop's few questions:
+The tool-call pipeline (``core/toolcalls/``: its loop guard, intent and scan stages) and the
+engines (``core/loop.py``, ``core/planned/``) stay free of state; :class:`TurnGuards` holds what
+the defences need to remember over a turn (or an agent's time window) and answers their few
+questions:
 
 * before a tool call: run it, answer it from the earlier identical call (a repeat), or refuse it
   (:mod:`.loop_guard`); a ``mutate`` call is refused unless the user's own words in this turn
@@ -9,7 +12,9 @@ defences need to remember over a turn and answers the loop's few questions:
 * after a result: the flags of suspicious text in it (:mod:`.scorer`), kept for the tool card,
   the trace and the confirmation card's warning;
 * after a response: whether the turn is stuck or over a budget (one final answer, tools off);
-* on the answer: the completion gates (:mod:`.gates`), one correction at most.
+* on the answer: the completion gates (:mod:`.gates`), one correction at most;
+* on a resume or a take-over: :meth:`TurnGuards.replay` rebuilds all this from the turn's own
+  messages.
 
 Everything here is deterministic and cheap; settings switch each part off.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..project.tools import TOOLS, is_read_tool
 from .gates import GATES, GateResult, MutationFact, TurnFacts, check_answer
@@ -26,7 +31,7 @@ from .intent import asks_for_change, values_from_data
 from .loop_guard import Budgets, LoopGuard, Verdict
 from .scorer import question_score, result_text, scan
 
-__all__ = ["GuardSettings", "TurnGuards"]
+__all__ = ["DECLINED", "ENDED_AS", "GuardSettings", "TurnGuards"]
 
 NO_CHANGE_REQUESTED = (
     "No change was requested: the user's messages in this turn do not ask to change data, so "
@@ -55,7 +60,13 @@ class GuardSettings:
 
 
 _RUN = Verdict("run")
-_DECLINED = {"user_rejected": "rejected", "confirmation_timed_out": "timed_out"}
+DECLINED: Final[Mapping[str, str]] = {
+    "rejected": "user_rejected",
+    "timed_out": "confirmation_timed_out",
+}
+"""A change a person did not let run (its decision) -> the ``reason`` its cancelled result gives."""
+ENDED_AS: Final[Mapping[str, str]] = {reason: decision for decision, reason in DECLINED.items()}
+"""A cancelled change's ``reason`` -> how it ended (the decision, :data:`DECLINED` reversed)."""
 
 
 class TurnGuards:
@@ -222,7 +233,7 @@ class TurnGuards:
         if name == TOOLS.mutate.name:
             status = result.get("status") if isinstance(result, Mapping) else None
             reason = result.get("reason") if isinstance(result, Mapping) else None
-            ended = {"executed": "executed", "cancelled": _DECLINED.get(str(reason))}.get(
+            ended = {"executed": "executed", "cancelled": ENDED_AS.get(str(reason))}.get(
                 str(status), "failed" if verdict.action == "run" and failed else None
             )
             if ended is not None:
@@ -245,6 +256,11 @@ class TurnGuards:
     def stop_reason(self) -> str | None:
         """Why the turn must end now with one final answer (stuck, or a budget spent)."""
         return None if self.loop is None else self.loop.stop_reason()
+
+    @property
+    def stopped_by(self) -> str | None:
+        """Why the loop guard stopped the turn, once it did (:meth:`stopped`)."""
+        return None if self.loop is None else self.loop.stopped_by
 
     def stopped(self, reason: str) -> None:
         if self.loop is not None:

@@ -94,8 +94,7 @@ class TurnWork:
         is spent): the first time, said in a ``loop_guard`` notice; the answer is then written
         from the evidence the tasks have."""
         guards = self.guards
-        stopped = guards.loop is not None and guards.loop.summary().get("stopped_by")
-        if stopped:
+        if guards.stopped_by is not None:
             return True
         reason = guards.stop_reason()
         if reason is None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..loop import complete_text
-from ..providers.attempts import ProviderRetries
+from ..providers.attempts import ProviderRetries, complete_text
 from ..providers.base import BaseLLMProvider, Message, ProviderError, ToolCallEvent
 from ..store import ChatStore, StoredMessage
 from ..turn_state import TurnIO, TurnState

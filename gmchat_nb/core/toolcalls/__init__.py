@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from .execute import project_executor
+from .arguments import outside_arguments
 from .pipeline import EXECUTE, STAGES, Decided, ToolCallPipeline, UnknownStage
 from .record import ToolCallRecord
 from .scan import envelope
@@ -32,5 +32,5 @@ __all__ = [
     "ToolExecutor",
     "UnknownStage",
     "envelope",
-    "project_executor",
+    "outside_arguments",
 ]

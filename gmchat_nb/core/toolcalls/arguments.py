@@ -24,7 +24,7 @@ from .record import ToolCallRecord
 from .scope import CallScope
 from .stage import Stage
 
-__all__ = ["ArgumentsStage"]
+__all__ = ["ArgumentsStage", "outside_arguments"]
 
 
 class ArgumentsStage(Stage):
@@ -40,24 +40,19 @@ class ArgumentsStage(Stage):
         if scope.offered is not None and name not in scope.offered:
             record.refuse(self.name, "unknown_tool", _not_offered(name, scope.offered))
             return
-        args: Any = call.args
-        if not isinstance(args, dict):
-            record.refuse(
-                self.name,
-                "invalid_arguments",
-                f"The arguments of {clip(name)} must be a JSON object.",
-            )
-            return
-        # a provider's arguments were bounded when they were decoded (core/providers/completion)
-        if scope.kind != "turn" and json_depth_exceeds(args):
-            record.refuse(
-                self.name,
-                "invalid_arguments",
-                f"The arguments of {clip(name)} nest deeper than {MAX_JSON_DEPTH} levels.",
-            )
-            return
-        if scope.kind != "turn":  # not decoded by a provider adapter: made storable here
-            args = clean_json(args)
+        if scope.kind == "turn":
+            # a provider's arguments were bounded and made storable as they were decoded
+            # (core/providers/completion): only their shape is left to check
+            args: Any = call.args
+            if not isinstance(args, dict):
+                record.refuse(self.name, "invalid_arguments", _not_an_object(name))
+                return
+        else:
+            given = outside_arguments(name, call.args)
+            if isinstance(given, str):
+                record.refuse(self.name, "invalid_arguments", given)
+                return
+            args = given
             if args is not call.args:
                 record.call = type(call)(call.id, call.name, args)
         if scope.project is None or name == CHART.name:
@@ -71,6 +66,24 @@ class ArgumentsStage(Stage):
             record.answer(self.name, error.to_result())
         else:
             record.checked = True
+
+
+def outside_arguments(name: Any, args: Any) -> dict[str, Any] | str:
+    """Arguments that came from outside a provider's decoder (an agent's, a terminal's) as a
+    storable JSON object (lone surrogates replaced), or why they are not one: no object, or
+    nesting deeper than :data:`~gmchat_nb.core.text.MAX_JSON_DEPTH` (checked before walking)."""
+    if not isinstance(args, dict):
+        return _not_an_object(name)
+    if json_depth_exceeds(args):
+        return f"The arguments of {clip(name)} nest deeper than {MAX_JSON_DEPTH} levels."
+    cleaned: dict[str, Any] = clean_json(args)
+    return cleaned
+
+
+def _not_an_object(name: Any) -> str:
+    return (
+        f"The arguments of {clip(name) if isinstance(name, str) else name} must be a JSON object."
+    )
 
 
 def _check_change(record: ToolCallRecord, stage: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from ..charts.tool import CHART
 from ..project.errors import ToolError
@@ -21,20 +20,11 @@ from ..project.mutations import PreparedMutation
 from ..project.project import Project
 from ..project.tools import ToolRun, run_tool
 from .record import ToolCallRecord
-from .scope import CallScope, ToolExecutor
+from .scope import CallScope
 
-__all__ = ["execute", "project_executor"]
+__all__ = ["execute"]
 
 NAME = "execute"
-
-
-def project_executor(project: Project) -> ToolExecutor:
-    """The project's tools as a scope's executor."""
-
-    async def run(name: str, args: dict[str, Any]) -> ToolRun:
-        return await run_tool(project, name, args)
-
-    return run
 
 
 async def execute(record: ToolCallRecord, scope: CallScope) -> None:

@@ -14,20 +14,19 @@ holds the scope's tool-call budget.
 
 from __future__ import annotations
 
+from ..guards.turn import ENDED_AS
 from ..project.tools import TOOLS
 from .record import ToolCallRecord
 from .scope import CallScope
 from .stage import Stage
 
-__all__ = ["DECISIONS", "REPEATED_AGAIN", "LoopGuardStage"]
+__all__ = ["REPEATED_AGAIN", "LoopGuardStage"]
 
 REPEATED_AGAIN = (
     "You already made this call a moment ago; it ran again, in case the data changed. Use its "
     "result instead of asking again: the same call a third time is refused for a while."
 )
 _CHECKED_BEFORE = frozenset({"arguments", "access"})
-DECISIONS = {"user_rejected": "rejected", "confirmation_timed_out": "timed_out"}
-"""A change decided without running (the intent stage's verdicts) -> how it ended."""
 
 
 class LoopGuardStage(Stage):
@@ -64,7 +63,7 @@ class LoopGuardStage(Stage):
             prepared = record.prepared
             if prepared is None:
                 return
-            status = DECISIONS.get(record.verdict or "") if not record.ran else None
+            status = ENDED_AS.get(record.verdict or "") if not record.ran else None
             if record.ran:
                 status = "failed" if run.failed else "executed"
             if status is not None:

@@ -35,6 +35,7 @@ import time
 from collections.abc import Collection, Iterable
 from typing import Final, Literal
 
+from ..guards.turn import DECLINED
 from ..providers.base import ToolCallEvent
 from .access import AccessStage
 from .arguments import ArgumentsStage
@@ -77,7 +78,6 @@ PREPARE: Final = frozenset({"arguments", "access"})
 """The stages that say whether a change can still be made (a confirmation resumed later)."""
 
 Decided = Literal["confirmed", "rejected", "timed_out"]
-_DECLINED: Final = {"rejected": "user_rejected", "timed_out": "confirmation_timed_out"}
 
 
 class UnknownStage(ValueError):
@@ -141,7 +141,7 @@ class ToolCallPipeline:
         if decision == "confirmed":
             await execute(record, self.scope)
         else:
-            reason = _DECLINED[decision]
+            reason = DECLINED[decision]
             record.answer("intent", {"status": "cancelled", "reason": reason}, reason)
             record.duration_ms = None
         self._after(record)

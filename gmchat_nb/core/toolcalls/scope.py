@@ -108,7 +108,7 @@ class CallScope:
     checkpoint: Callable[[], Awaitable[None]] | None = None
     """Writes what the caller has so far, before a change runs (it is then on record)."""
     execute: ToolExecutor | None = None
-    """Runs the tool (``None``: the project's tools, :func:`~.execute.project_executor`)."""
+    """Runs the tool (``None``: the project's own tools, ``run_tool``)."""
     references: tuple[ReferenceCall, ...] = ()
     matched: dict[str, str] = field(default_factory=dict)
     """Call id -> the id of the reference call it matched (the reference stage)."""

@@ -12,6 +12,7 @@ configured SDK). A change's span names its mutation, never its input.
 
 from __future__ import annotations
 
+from ..project.names import clip
 from ..project.tools import TOOLS
 from ..telemetry import export_trace
 from ..trace import TurnTrace
@@ -28,7 +29,9 @@ def open_span(record: ToolCallRecord, scope: CallScope) -> TurnTrace:
     arguments = record.args
     if record.name == TOOLS.mutate.name and isinstance(arguments, dict):
         arguments = {"mutation": arguments.get("mutation")}
-    record.span = trace.tool_call(call_id=record.id, tool=record.name, arguments=arguments)
+    # an agent may send any name (a megabyte, a number): the span names it clipped, as errors do
+    name = clip(record.name) if isinstance(record.name, str) else type(record.name).__name__
+    record.span = trace.tool_call(call_id=record.id, tool=name, arguments=arguments)
     record.trace = trace
     return trace
 
