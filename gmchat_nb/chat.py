@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .charts import Chart, turn_charts
+from .chat_knowledge import ChatKnowledge
 from .core.events import ChatEvent, ToolResult, answer_text, event_from_dict
 from .core.frames import flatten_row
 from .core.project import Project
@@ -101,6 +102,19 @@ class Turn:
         unknown; sources, tokens, models, context), or ``None`` before it ends."""
         done = next((e for e in self.events if e["type"] == "done"), None)
         return dict(done["cost"]) if done and done.get("cost") else None
+
+    @property
+    def recalled(self) -> list[dict[str, Any]]:
+        """The knowledge recalled for the turn (its ``recall`` event's items)."""
+        recall = next((e for e in self.events if e["type"] == "recall"), None)
+        return list(recall["items"]) if recall else []
+
+    @property
+    def trusted(self) -> dict[str, str] | None:
+        """``{"id", "name"}`` of the verified query the answer re-ran ("Verified query: name"),
+        else ``None``."""
+        done = next((e for e in self.events if e["type"] == "done"), None)
+        return dict(done["trusted"]) if done and done.get("trusted") else None
 
     @property
     def pending_confirmation(self) -> dict[str, Any] | None:
@@ -199,6 +213,7 @@ class Chat:
         self._owns_project = False
         self.turns: list[Turn] = []
         self._dates: dict[str, set[str]] | None = None  # date columns by manager, for frames
+        self.knowledge = ChatKnowledge(self)  # verified queries, definitions, notes
 
     # -- lazily connected parts ------------------------------------------------------------------
 

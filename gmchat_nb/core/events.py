@@ -21,6 +21,7 @@ __all__ = [
     "Done",
     "Error",
     "Notice",
+    "Recall",
     "StreamReset",
     "TextChunk",
     "ToolCall",
@@ -223,6 +224,17 @@ class Notice(_Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Recall(_Event):
+    """gmchat_nb's addition: the knowledge recalled for this turn, sent before its first model
+    request (when recall is on). ``items`` are ``{"kind", "id", "name", "score"}``, best first:
+    ``kind`` is ``verified_query``, ``definition`` or ``note``, ``score`` the fused rank score;
+    empty when nothing relevant was found. See :mod:`gmchat_nb.core.knowledge`."""
+
+    type: ClassVar[str] = "recall"
+    items: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Chart(_Event):
     """gmchat_nb's addition: a chart of a query result of the turn, drawn for the user.
 
@@ -263,12 +275,14 @@ class Done(_Event):
     turn's model requests cost and carried: ``usd`` (``None`` when a price is unknown), the
     price ``sources`` (``genai-prices X.Y.Z``, ``override``, ``local``, ...), ``tokens`` of each
     kind, the ``models`` and the ``context`` the next request carries (``tokens``, the model's
-    ``window``, their ``share``); see :mod:`gmchat_nb.core.providers.pricing`.
+    ``window``, their ``share``); see :mod:`gmchat_nb.core.providers.pricing`. ``trusted``
+    (gmchat_nb's addition) is ``{"id", "name"}`` of the verified query the answer re-ran (its
+    query calls, with the same or other filter values), absent otherwise.
     """
 
     type: ClassVar[str] = "done"
     _optional: ClassVar[frozenset[str]] = frozenset(
-        {"orchestration", "attempts", "fallbacks", "gates", "guards", "cost"}
+        {"orchestration", "attempts", "fallbacks", "gates", "guards", "cost", "trusted"}
     )
     usage: dict[str, int]
     orchestration: dict[str, Any] | None = None
@@ -277,6 +291,7 @@ class Done(_Event):
     gates: list[dict[str, Any]] | None = None
     guards: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    trusted: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,6 +315,7 @@ ChatEvent = (
     | StreamReset
     | Notice
     | Chart
+    | Recall
 )
 EventType = Literal[
     "text_chunk",
@@ -311,6 +327,7 @@ EventType = Literal[
     "stream_reset",
     "notice",
     "chart",
+    "recall",
 ]
 
 
@@ -341,6 +358,7 @@ _BY_TYPE: dict[str, type[_Event]] = {
         StreamReset,
         Notice,
         Chart,
+        Recall,
     )
 }
 # Every public event type: each surface that shows events has a renderer for each of these.

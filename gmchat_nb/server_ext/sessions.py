@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.dotted import DottedPathError, resolve_dotted
 from ..core.events import ChatEvent, event_from_dict
+from ..core.knowledge import project_key
 from ..core.project import Project
 from ..core.providers.base import BaseLLMProvider
 from ..core.ratelimit import RateLimiter
@@ -244,7 +245,11 @@ class ChatRuntime:
             text,
             turn_id=turn_id,
             conversation_id=conversation_id,
-            start=turn_start(text, self.limiter),
+            start=turn_start(
+                text,
+                self.limiter,
+                project_key(self.settings.project, self.settings.project_id),
+            ),
         )
 
     def run_admitted(self, actor: Actor, admission: Admission, text: str) -> None:

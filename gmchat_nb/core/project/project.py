@@ -109,6 +109,9 @@ class Project:
             )
         self.query_timeout = query_timeout
         self.label = label
+        self.identity = (
+            ""  # who its knowledge belongs to (core/knowledge/identity.py), set on connect
+        )
         self._on_close = on_close
 
     def __repr__(self) -> str:

@@ -22,6 +22,7 @@ from ..events import (
     error_event,
     event_from_dict,
 )
+from ..knowledge import KnowledgeBook, person_of, project_key
 from ..planned.catalog import load_catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
@@ -54,15 +55,17 @@ __all__ = ["ChatSession", "turn_start"]
 log = logging.getLogger(__package__)  # the session's logger, as before it became a package
 
 
-def turn_start(text: str, limiter: RateLimiter) -> TurnStart:
+def turn_start(text: str, limiter: RateLimiter, project: str = "") -> TurnStart:
     """What starting a turn with ``text`` takes: its title, the actor's budgets and the rate
-    limiter's decision on them, which the store takes inside the turn's admission."""
+    limiter's decision on them, which the store takes inside the turn's admission, and the
+    identity of the project it asks about (kept on its conversation)."""
     return TurnStart(
         text=text,
         title=conversation_title(text),
         limits=limiter.budgets,
         window_seconds=limiter.window_seconds,
         decide=decide,
+        project=project,
     )
 
 
@@ -114,6 +117,13 @@ class ChatSession(TurnDriving):
         # The catalog is checked against the schema when the session opens, not mid-turn.
         self._catalog = load_catalog(planned.catalog, project) if planned.enabled else None
         self._role_providers: dict[str, BaseLLMProvider] = {}
+        # what this person knows of the project, recalled before each turn (core/knowledge)
+        self.knowledge = KnowledgeBook(
+            store,
+            project,
+            project_key=project.identity or project_key(settings.project, settings.project_id),
+            owner=person_of(actor.id),
+        )
 
     # -- public --------------------------------------------------------------------------------
 
@@ -206,7 +216,7 @@ class ChatSession(TurnDriving):
 
     def turn_start(self, text: str) -> TurnStart:
         """What starting a turn with ``text`` takes: see :func:`turn_start`."""
-        return turn_start(text, self.limiter)
+        return turn_start(text, self.limiter, self.knowledge.project_key)
 
     async def drive(
         self, admission: Admission, text: str, *, transport: Transport = "sse"

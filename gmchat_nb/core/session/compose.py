@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..audit import AuditLog
+from ..knowledge.identity import project_key
 from ..project import Project, connect
 from ..providers.base import BaseLLMProvider
 from ..providers.registry import create_provider
@@ -44,6 +45,7 @@ async def connect_project(settings: ChatSettings, target: Any = None) -> Project
     target = settings.project if target is None else target
     if isinstance(target, Project):
         settings.validate_for(target)
+        target.identity = target.identity or project_key(target.executor, settings.project_id)
         return target
     project = await connect(
         target,
@@ -53,6 +55,7 @@ async def connect_project(settings: ChatSettings, target: Any = None) -> Project
         max_results=settings.max_results,
         query_timeout=settings.query_timeout_seconds,
     )
+    project.identity = project_key(target, settings.project_id)
     try:
         settings.validate_for(project)
     except BaseException:

@@ -11,21 +11,23 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from ..events import (
     ChatEvent,
     ConfirmMutation,
     Done,
     Error,
+    Recall,
     StreamReset,
     TextChunk,
     error_event,
     event_from_dict,
 )
+from ..knowledge import KnowledgeBook, Recalled, recall
 from ..planned.catalog import Catalog
 from ..project.project import Project, QueryOutcome
-from ..providers.base import BaseLLMProvider, ToolDefinition
+from ..providers.base import BaseLLMProvider, Message, ToolDefinition
 from ..providers.pricing import turn_cost
 from ..store import ConfirmationRecord, TurnLost, TurnRecord
 from ..telemetry import export_trace
@@ -43,6 +45,20 @@ __all__ = ["TAKEN_OVER", "TurnDriving"]
 log = logging.getLogger(__package__)
 
 TAKEN_OVER = "This request went on in another server after this one lost contact with the store."
+
+
+async def _after(first: ChatEvent, events: AsyncIterator[ChatEvent]) -> AsyncIterator[ChatEvent]:
+    yield first
+    async for event in events:
+        yield event
+
+
+def _after_system(messages: list[Message]) -> int:
+    """Where the leading system messages (the prompt, a summary) end."""
+    position = 0
+    while position < len(messages) and messages[position].role == "system":
+        position += 1
+    return position
 
 
 async def refused_turn() -> AsyncIterator[ChatEvent]:
@@ -63,6 +79,30 @@ class TurnDriving(SessionTurnIO):
     _catalog: Catalog | None
     _role_providers: dict[str, BaseLLMProvider]
     trace: TurnTrace | None  # the last turn's trace (``Chat``'s ``Turn.trace``)
+    knowledge: KnowledgeBook
+
+    def recall_mode(self) -> str:
+        """How this conversation recalls: its own switch, else the ``knowledge`` setting
+        (``on``: by meaning too when the embedding model is installed)."""
+        mode = self.settings.knowledge
+        if self.conversation_id is not None:
+            record = self.store.conversation(self.conversation_id)
+            if record is not None and record.knowledge:
+                mode = record.knowledge
+        return "hybrid" if mode == "on" else mode
+
+    def _recall(self, user_texts: Sequence[str]) -> Recalled | None:
+        """What the knowledge holds for the user's own words of this turn (``None``: recall is
+        off, and no ``recall`` event is sent)."""
+        mode = self.recall_mode()
+        if mode == "off":
+            return None
+        question = "\n".join(user_texts)[-4000:]
+        try:
+            return recall(self.knowledge, question, mode)
+        except Exception:  # recall must never cost a turn its answer
+            log.exception("knowledge recall failed")
+            return Recalled()
 
     async def _drive(
         self,
@@ -115,6 +155,12 @@ class TurnDriving(SessionTurnIO):
                 retries=retries,
             )
             guards = turn_guards(self.settings, messages, state)
+            recalled = (
+                self._recall(guards.user_texts) if resumed is None and continued is None else None
+            )
+            if recalled is not None and (context := recalled.context()) is not None:
+                # after the guards were made: recalled text never counts as the user's words
+                messages.insert(_after_system(messages), context)
             if guards.loop is not None:  # a retry's wait counts against the turn's time
                 retries.deadline = time.monotonic() + guards.settings.budgets.seconds
             scope = turn_scope(
@@ -133,6 +179,8 @@ class TurnDriving(SessionTurnIO):
                 settle=self.settle_change,
                 checkpoint=self.checkpoint,
             )
+            if recalled is not None:
+                scope.references = recalled.references
             loop = tool_loop(
                 self.project,
                 self.provider,
@@ -177,6 +225,8 @@ class TurnDriving(SessionTurnIO):
                 events = planned.events(messages, lambda: loop.run(messages, state))
             if resumed is not None:
                 events = resumed_turn(loop, messages, state, *resumed)
+            if recalled is not None:
+                events = _after(Recall(items=recalled.items), events)
             async for event in events:
                 sequence += 1
                 accounted = self.account(retries.served, accounted)
@@ -186,6 +236,7 @@ class TurnDriving(SessionTurnIO):
                         attempts=retries.summary(),
                         fallbacks=retries.fallbacks or None,
                         cost=turn_cost(retries.served, self.price_overrides()),
+                        trusted=recalled.trusted(scope.matched_parts) if recalled else None,
                     )
                 numbered = event.numbered(sequence)
                 if cut_off is not None:

@@ -198,7 +198,10 @@ class ChatSettings:
     ``":memory:"`` or a ``postgresql://`` URL), ``hooks`` (:data:`HOOK_EVENTS` -> callables or
     dotted paths), ``headers`` (HTTP headers sent to a remote project), ``provider_retries``
     (:class:`~.retries.ProviderRetrySettings`) and a turn's defences (:mod:`.guards`):
-    ``provider_fallbacks``, ``loop_guard``, ``completion_gates``, ``injection``, ``telemetry``.
+    ``provider_fallbacks``, ``loop_guard``, ``completion_gates``, ``injection``, ``telemetry``;
+    knowledge (:mod:`gmchat_nb.core.knowledge`): ``knowledge`` (recall before each turn: ``on``,
+    ``off``, ``keyword``, ``hybrid``) and ``project_id`` (the project's identity its knowledge
+    and conversations are kept under; ``None``: where the project is).
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``
     and ``planned`` are checked key by key (:mod:`.planned`); :attr:`planned_settings` is their
@@ -232,6 +235,8 @@ class ChatSettings:
     rate_limit: RateLimitSettings = field(default_factory=RateLimitSettings)
     audit: AuditSettings = field(default_factory=AuditSettings)
     project: str = "demo"
+    project_id: str | None = None
+    knowledge: str = "on"
     exposed_managers: tuple[str, ...] | None = None
     store: str | None = None
     hooks: Mapping[str, tuple[Callable[..., Any] | str, ...]] = field(default_factory=_empty)
@@ -358,6 +363,8 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "rate_limit": _rate_limit,
         "audit": _audit,
         "project": checks.project,
+        "project_id": checks.optional_string,
+        "knowledge": checks.knowledge,
         "exposed_managers": checks.optional_names,
         "store": checks.store,
         "hooks": checks.hooks,

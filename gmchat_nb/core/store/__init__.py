@@ -19,7 +19,7 @@ The package is split by table, one module a job:
   (:class:`~.database.Database`) over :mod:`.sqlite_backend` or :mod:`.postgresql_backend`;
   :mod:`.records` — the values handed out;
 - :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
-  :mod:`.confirmations`, :mod:`.usage`, :mod:`.retention` — each the methods over its table;
+  :mod:`.confirmations`, :mod:`.usage`, :mod:`.knowledge`, :mod:`.retention` — each the methods over its table;
   :mod:`.admission` — a turn's admission and start, one transaction over several tables (the
   decision on the actor's budgets is the caller's, handed in with the start: the store imports
   no policy).
@@ -41,6 +41,7 @@ from .confirmations import Confirmations
 from .conversations import Conversations
 from .database import StoreClosedError, StoreUnavailableError
 from .journal import EventJournal
+from .knowledge import KnowledgeRecord, KnowledgeRows
 from .listing import TurnListings
 from .messages import Messages
 from .records import (
@@ -66,6 +67,7 @@ __all__ = [
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",
+    "KnowledgeRecord",
     "StoreClosedError",
     "StoreUnavailableError",
     "StoreVersionError",
@@ -91,6 +93,7 @@ class ChatStore(
     Confirmations,
     UsageCounters,
     UsageRecords,
+    KnowledgeRows,
     Retention,
 ):
     """Conversations, messages, confirmations, the event journal and usage counters.

@@ -79,6 +79,8 @@ class TurnStart:
     limits: Mapping[str, int] = field(default_factory=dict)
     window_seconds: float = 3600.0
     decide: BudgetDecider | None = None
+    project: str = ""
+    """The identity of the project the turn asks about, kept on a conversation that has none."""
 
     def __post_init__(self) -> None:
         if self.limits and self.decide is None:
@@ -339,6 +341,11 @@ def _start(
         connection.execute(
             "UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
             (start.title, conversation_id),
+        )
+    if start.project:
+        connection.execute(
+            "UPDATE conversations SET project = ? WHERE id = ? AND project IS NULL",
+            (start.project, conversation_id),
         )
     connection.execute(
         "UPDATE turns SET state = 'running' WHERE conversation_id = ? AND id = ?",

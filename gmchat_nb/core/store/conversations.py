@@ -13,6 +13,7 @@ __all__ = ["Conversations", "require_conversation", "touch"]
 
 _COLUMNS: Final = (
     "c.id, c.actor_id, c.title, c.created_at, c.updated_at, c.summary, c.summarized_through, "
+    "c.project, c.knowledge, "
     "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) AS message_count"
 )
 
@@ -27,6 +28,8 @@ def _conversation(row: Row) -> ConversationRecord:
         summary=row["summary"],
         summarized_through=row["summarized_through"],
         message_count=row["message_count"],
+        project=row["project"],
+        knowledge=row["knowledge"],
     )
 
 
@@ -101,6 +104,16 @@ class Conversations(Database):
                 "DELETE FROM conversations WHERE id = ?", (conversation_id,)
             )
             return cursor.rowcount == 1
+
+    def set_conversation_knowledge(self, conversation_id: str, mode: str | None) -> None:
+        """Switch recall for one conversation (``None``: as the settings say). An unknown id is
+        a ``KeyError``."""
+        with self._write() as connection:
+            cursor = connection.execute(
+                "UPDATE conversations SET knowledge = ? WHERE id = ?", (mode, conversation_id)
+            )
+            if cursor.rowcount == 0:
+                raise KeyError(conversation_id)
 
     def set_summary(self, conversation_id: str, text: str, through_message_id: int) -> None:
         """Record a summary covering every message up to and including ``through_message_id``.

@@ -145,11 +145,44 @@ CREATE INDEX IF NOT EXISTS usage_records_by_actor ON usage_records (actor_id, at
 CREATE INDEX IF NOT EXISTS usage_records_by_turn ON usage_records (conversation_id, turn_id)
 """
 
+_VERSION_7: Final = """
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS project TEXT;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS knowledge TEXT;
+CREATE TABLE IF NOT EXISTS knowledge (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    project TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    status TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    calls TEXT NOT NULL DEFAULT '[]',
+    content_hash TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
+    verified_by TEXT,
+    verified_at DOUBLE PRECISION,
+    flags TEXT,
+    stale_reason TEXT,
+    vector BYTEA,
+    words TSVECTOR GENERATED ALWAYS AS (
+        setweight(to_tsvector('english', name), 'A') || to_tsvector('english', body)
+    ) STORED
+);
+CREATE INDEX IF NOT EXISTS knowledge_by_project ON knowledge (project, status, kind);
+CREATE INDEX IF NOT EXISTS knowledge_by_hash ON knowledge (project, content_hash);
+CREATE INDEX IF NOT EXISTS knowledge_words ON knowledge USING GIN (words)
+"""
+
 MIGRATIONS: Final[dict[int, str]] = {
     3: _VERSION_3,
     4: _VERSION_4,
     5: _VERSION_5,
     6: _VERSION_6,
+    7: _VERSION_7,
 }
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""

@@ -57,6 +57,11 @@ class ConversationRecord:
     summary: str | None
     summarized_through: int | None
     message_count: int
+    project: str | None = None
+    """The identity of the project its turns asked about (:mod:`gmchat_nb.core.knowledge`)."""
+    knowledge: str | None = None
+    """Recall in this conversation (``"off"``, ``"keyword"``, ``"hybrid"``); ``None``: as the
+    settings say."""
 
 
 @dataclass(frozen=True, slots=True)

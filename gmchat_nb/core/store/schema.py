@@ -7,7 +7,7 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
@@ -17,7 +17,10 @@ an admitted turn's ``input`` (its text), so a turn a crash cut off can be run ag
 gives turns their ``actor_id`` (a turn id names one turn per actor, whatever its conversation),
 the ``scope`` of the servers that may take them over, the ``lease_expires_at`` their driving
 process renews, and the ``committed_sequence`` their stored messages cover. Version 6 adds
-``usage_records`` (a table only): one row per model request, its tokens, latency and cost."""
+``usage_records`` (a table only): one row per model request, its tokens, latency and cost.
+Version 7 adds ``knowledge`` (verified queries, definitions and notes, each scoped by project
+and owner) and its full-text index ``knowledge_fts``, and gives conversations their ``project`` and
+``knowledge`` (recall switched for one conversation)."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -27,7 +30,9 @@ CREATE TABLE IF NOT EXISTS conversations (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     summary TEXT,
-    summarized_through INTEGER
+    summarized_through INTEGER,
+    project TEXT,
+    knowledge TEXT
 );
 CREATE INDEX IF NOT EXISTS conversations_by_actor ON conversations (actor_id, updated_at);
 CREATE INDEX IF NOT EXISTS conversations_by_update ON conversations (updated_at);
@@ -129,6 +134,33 @@ CREATE TABLE IF NOT EXISTS usage_records (
 );
 CREATE INDEX IF NOT EXISTS usage_records_by_actor ON usage_records (actor_id, at);
 CREATE INDEX IF NOT EXISTS usage_records_by_turn ON usage_records (conversation_id, turn_id);
+
+CREATE TABLE IF NOT EXISTS knowledge (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    project TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    status TEXT NOT NULL,
+    name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    calls TEXT NOT NULL DEFAULT '[]',
+    content_hash TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    verified_by TEXT,
+    verified_at REAL,
+    flags TEXT,
+    stale_reason TEXT,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS knowledge_by_project ON knowledge (project, status, kind);
+CREATE INDEX IF NOT EXISTS knowledge_by_hash ON knowledge (project, content_hash);
+CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5 (
+    name, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
 """
 
 
@@ -157,8 +189,9 @@ def apply_schema(connection: sqlite3.Connection, path: str) -> None:
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-# versions 3's to 5's columns, added to tables an older version created
+# versions 3's to 5's and 7's columns, added to tables an older version created
 _COLUMNS: Final = {
+    "conversations": {"project": "TEXT", "knowledge": "TEXT"},
     "events": {"position": "INTEGER"},
     "turns": {
         "input_hash": "TEXT",

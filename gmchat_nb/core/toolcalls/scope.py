@@ -66,12 +66,14 @@ class HookSink(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ReferenceCall:
-    """A call known to answer a question (a verified query's): the reference stage marks an
-    executed call with the same tool and arguments (compared by fingerprint) with its ``id``."""
+    """A call known to answer a question (a verified query's ``part``-th query call): the
+    reference stage marks an executed call of the same shape (see :mod:`.reference`) with its
+    ``id``."""
 
     id: str
     name: str
     args: Mapping[str, Any]
+    part: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -112,6 +114,8 @@ class CallScope:
     references: tuple[ReferenceCall, ...] = ()
     matched: dict[str, str] = field(default_factory=dict)
     """Call id -> the id of the reference call it matched (the reference stage)."""
+    matched_parts: set[tuple[str, int]] = field(default_factory=set)
+    """``(id, part)`` of every reference call some executed call matched."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held around each call's way through the stages by a caller whose calls run concurrently
     (a planned turn's tasks: ``ToolCallPipeline(scope, serial=True)``)."""

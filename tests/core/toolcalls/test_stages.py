@@ -336,14 +336,22 @@ async def test_a_chart_draws_a_query_of_the_scope(project: Project) -> None:
     assert chart.chart.spec["mark"]["type"] == "bar"
 
 
-async def test_an_executed_call_matching_a_reference_is_marked(project: Project) -> None:
-    reference = ReferenceCall("vq-7", "query", {"limit": 3, "manager": "Part", "fields": ["name"]})
+async def test_an_executed_call_of_a_reference_s_shape_is_marked(project: Project) -> None:
+    verified = {"manager": "Part", "fields": ["quantity", "name"], "filters": {"name": "Bolt"}}
+    reference = ReferenceCall("vq-7", "query", verified, part=0)
     shared = scope(project, references=(reference,))
     pipeline = ToolCallPipeline(shared)
-    matched = await pipeline.run(ToolCallEvent("c1", "query", PARTS))
-    other = await pipeline.run(ToolCallEvent("c2", "query", {**PARTS, "limit": 4}))
-    assert matched.reference == "vq-7" and other.reference is None
-    assert shared.matched == {"c1": "vq-7"}
+    other_value = {"manager": "Part", "fields": ["name", "quantity"], "filters": {"name": "Nut"}}
+    matched = await pipeline.run(ToolCallEvent("c1", "query", {**other_value, "limit": 4}))
+    other_fields = await pipeline.run(
+        ToolCallEvent("c2", "query", {**other_value, "fields": ["name"]})
+    )
+    other_filter = await pipeline.run(
+        ToolCallEvent("c3", "query", {**other_value, "filters": {"quantity__gt": 1}})
+    )
+    assert matched.reference == "vq-7"
+    assert other_fields.reference is None and other_filter.reference is None
+    assert shared.matched == {"c1": "vq-7"} and shared.matched_parts == {("vq-7", 0)}
 
 
 async def test_a_scope_s_own_executor_runs_its_tools() -> None:
