@@ -54,7 +54,7 @@ def embedder() -> Embedder | None:
     files are not in the package: then it says so once in the log)."""
     try:
         import wordllama  # type: ignore[import-untyped]
-        from wordllama import WordLlama  # type: ignore[import-untyped]
+        from wordllama import WordLlama
     except ImportError:
         return None
     try:
