@@ -13,15 +13,29 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .core.knowledge import Draft, ImportReport, KnowledgeBook, KnowledgeRecord, StaleEntry
 from .core.knowledge.from_turn import turn_calls
+from .core.knowledge.suggestions import suggest_turn
 from .core.knowledge.yaml_io import dump, read, read_file
+from .core.session import ChatSession
 
-if TYPE_CHECKING:
-    from .chat import Chat, Turn
+
+class _Chat(Protocol):
+    """What of :class:`~gmchat_nb.Chat` the knowledge needs: its session."""
+
+    async def session(self) -> ChatSession: ...
+
+
+class Turn(Protocol):
+    """What of a :class:`~gmchat_nb.Turn` a save reads: its question and events."""
+
+    question: str
+    events: Sequence[Mapping[str, Any]]
+
 
 __all__ = ["ChatKnowledge"]
 
@@ -29,7 +43,7 @@ __all__ = ["ChatKnowledge"]
 class ChatKnowledge:
     """One chat's view of its project's knowledge (see the module)."""
 
-    def __init__(self, chat: Chat) -> None:
+    def __init__(self, chat: _Chat) -> None:
         self._chat = chat
 
     async def book(self) -> KnowledgeBook:
@@ -83,6 +97,11 @@ class ChatKnowledge:
     async def suggest(self, draft: Draft) -> KnowledgeRecord:
         """Queue a suggestion (never recalled until a person accepts it)."""
         return (await self.book()).suggest(draft)
+
+    async def mark_right(self, turn: Turn) -> KnowledgeRecord:
+        """The user says this turn's answer is right: its queries become a *suggested* verified
+        query, waiting for a person to accept it (``accept``) before it is ever recalled."""
+        return suggest_turn(await self.book(), turn.events, turn.question)
 
     async def accept(self, entry_id: str, *, scope: str | None = None) -> KnowledgeRecord:
         """Accept a suggestion: it becomes active."""

@@ -4,6 +4,9 @@
 (exit 0 even for an error result; exit 2 for bad command-line input). ``gmchat serve-demo`` serves
 an embedded demo project's GraphQL over HTTP on 127.0.0.1.
 
+``gmchat knowledge`` is :mod:`gmchat_nb.cli_knowledge`'s; ``--user NAME`` (``ask`` and
+``knowledge``) acts as that person, ``local:NAME``.
+
 ``gmchat ask`` streams a turn through :mod:`gmchat_nb.terminal`; a planned (orchestrated) turn's
 tool steps also name their task, and its plan is summed up after the answer (see
 :class:`TerminalChat` and :func:`orchestration_lines`). Other turns print exactly as before.
@@ -24,6 +27,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from .chat import Chat  # eager costs nothing: importing gmchat_nb (this package) imports it
+from .cli_knowledge import add_knowledge_parser, add_user_option, knowledge, user_actor
 from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
 from .core.project.tools import TOOLS
@@ -65,6 +69,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _doctor(options)
     if options.command == "mcp":
         return _mcp(options)
+    if options.command == "knowledge":
+        return knowledge(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -131,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
         help="a provider setting over the settings file's, e.g. max_tokens=128 (repeatable)",
     )
     ask.add_argument("--json", action="store_true", help="print one JSON event per line")
+    add_user_option(ask)
+    add_knowledge_parser(commands)
     mcp = commands.add_parser(
         "mcp",
         help="serve the chat's tools to an agent over MCP (stdio)",
@@ -297,9 +305,15 @@ def _ask(options: argparse.Namespace) -> int:
     except (ChatConfigurationError, ValueError) as error:
         return _usage(str(error))
 
+    try:
+        actor = user_actor(options.user)  # one person, one owner of knowledge on every surface
+    except ValueError as error:
+        return _usage(str(error))
+
     async def run() -> int:
         # --json prints the events as they are (a planned turn's fields included).
-        chat = (Chat if options.json else TerminalChat)(settings=options.config, **overrides)
+        kind = Chat if options.json else TerminalChat
+        chat = kind(settings=options.config, actor=actor, **overrides)
         try:
             return await ask_and_summarize(chat, options.question, as_json=options.json)
         finally:

@@ -15,6 +15,7 @@ from .core.events import (
     Done,
     Error,
     Notice,
+    Recall,
     StreamReset,
     TextChunk,
     ToolCall,
@@ -22,7 +23,7 @@ from .core.events import (
 )
 from .core.frames import flatten_row
 
-__all__ = ["ask_in_terminal", "render_table"]
+__all__ = ["ask_in_terminal", "recall_line", "render_table"]
 
 TABLE_ROWS = 10
 CELL_WIDTH = 28
@@ -100,10 +101,53 @@ def _confirm_mutation(event: ConfirmMutation, out: TextIO, numbers: dict[str, in
     )
 
 
+# how the recall line names each kind of entry: (one, several)
+RECALLED_KINDS: dict[str, tuple[str, str]] = {
+    "verified_query": ("verified query", "verified queries"),
+    "definition": ("definition", "definitions"),
+    "note": ("note", "notes"),
+}
+RECALLED_NAMES = 5  # names listed on the recall line; the rest are counted
+
+
+def _printable(text: Any, limit: int) -> str:
+    # names are people's data: no control character reaches the terminal
+    return "".join(c if c.isprintable() else " " for c in str(text)[:limit])
+
+
+def recall_line(items: list[dict[str, Any]]) -> str | None:
+    """``Recalled 2 verified queries, 1 definition: name, name`` (``None`` when nothing was)."""
+    if not items:
+        return None
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[str(item.get("kind"))] = counts.get(str(item.get("kind")), 0) + 1
+    parts = []
+    ordered = [kind for kind in RECALLED_KINDS if kind in counts]  # kinds in one order
+    ordered += [kind for kind in counts if kind not in RECALLED_KINDS]
+    for kind in ordered:
+        count = counts[kind]
+        one, several = RECALLED_KINDS.get(kind, (kind, kind))
+        parts.append(f"{count} {one if count == 1 else several}")
+    names = [_printable(item.get("name", ""), 80) for item in items[:RECALLED_NAMES]]
+    more = len(items) - len(names)
+    listed = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+    return f"Recalled {', '.join(parts)}: {listed}"
+
+
+def _recall(event: Recall, out: TextIO, numbers: dict[str, int]) -> None:
+    line = recall_line(event.items)
+    if line is not None:  # nothing relevant: nothing to say
+        print(f"✦ {line}", file=out)
+
+
 def _done(event: Done, out: TextIO, numbers: dict[str, int]) -> None:
     usage = event.usage
+    print(file=out)  # the streamed answer ends without a newline
+    if event.trusted:  # the answer re-ran a verified query (done.trusted)
+        print(f"✓ Verified query: {_printable(event.trusted.get('name', ''), 200)}", file=out)
     print(
-        f"\n[{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens]",
+        f"[{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens]",
         file=out,
     )
 
@@ -125,6 +169,7 @@ RENDERERS: dict[str, Callable[[Any, TextIO, dict[str, int]], None]] = {
     StreamReset.type: _stream_reset,
     Notice.type: _notice,
     Chart.type: _chart,
+    Recall.type: _recall,
 }
 
 

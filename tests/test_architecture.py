@@ -71,14 +71,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # counts in a store through its own protocol, and the store is handed its decision on a turn's
     # budgets (``TurnStart.decide``) rather than importing it.
     ("gmchat_nb.core.store", "gmchat_nb.core.ratelimit"),
-    # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life.
-    ("gmchat_nb.core.turns",),
+    # Who runs a turn, under what lease, how it ends once: the one owner of a turn's life. Beside
+    # it and apart, what the analysts taught: knowledge kept in the store, recalled for a turn.
+    ("gmchat_nb.core.turns", "gmchat_nb.core.knowledge"),
     ("gmchat_nb.core.session",),
     # The chat's tools for agents (MCP's core, without the SDK): reads, and changes as turns.
     ("gmchat_nb.core.agent",),
     # Charts in Python (``turn.charts``, ``chart_spec``): public API that ``Chat`` builds on.
     ("gmchat_nb.charts",),
-    # Surfaces. ``Chat`` is the notebook API the adapters below it wrap.
+    # Surfaces. ``Chat`` is the notebook API the adapters below it wrap; ``Chat.knowledge`` is
+    # its knowledge, on the session's book.
+    ("gmchat_nb.chat_knowledge",),
     ("gmchat_nb.chat",),
     # The MCP server over the agent tools (the official SDK), which stdio and the extension serve.
     ("gmchat_nb.mcp_server",),
@@ -562,6 +565,7 @@ TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
     ("gmchat_nb.evals.oracle", "query"): (1, "a plan requirement's query field"),
     ("gmchat_nb.core.charts.intent", "query"): (2, "the chart tool's argument naming a result"),
     ("gmchat_nb.core.charts.tool", "query"): (1, "the chart tool's argument naming a result"),
+    ("gmchat_nb.core.knowledge.from_turn", "query"): (1, "the chart tool's argument naming a result"),
     # The query tool itself, in a module this change left to its owner: it should read TOOLS too.
 }
 

@@ -31,6 +31,7 @@ PAGES = (
     "project",
     "chat-api",
     "charts",
+    "knowledge",
     "cost",
     "server",
     "mcp",

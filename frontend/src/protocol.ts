@@ -137,11 +137,18 @@ export interface Cost {
   context?: { tokens?: number; window?: number | null; share?: number | null } | null;
 }
 
+/** The verified query an answer re-ran (`done.trusted`): "Verified query: <name>". */
+export interface TrustedQuery {
+  id?: string;
+  name?: string;
+}
+
 export interface DoneEvent extends EventBase {
   type: "done";
   usage?: Usage | null;
   orchestration?: Orchestration | null;
   cost?: Cost | null;
+  trusted?: TrustedQuery | null;
 }
 
 /** An error: the `error` event of a turn, a turn record's `error`, or a kernel `error` message. */
@@ -194,6 +201,23 @@ export interface ChartEvent extends EventBase {
   marks?: number;
 }
 
+/** One entry recalled before a turn: its kind, id, name and fused rank score. */
+export interface RecallItem {
+  kind?: string;
+  id?: string;
+  name?: string;
+  score?: number;
+}
+
+/**
+ * gmchat_nb's addition: the knowledge recalled for the turn, sent before its first model request
+ * when recall is on (no event when it is off); `items` is empty when nothing relevant was found.
+ */
+export interface RecallEvent extends EventBase {
+  type: "recall";
+  items?: RecallItem[];
+}
+
 /** Every public event type of core/events.py. */
 export type ChatEvent =
   | TextChunkEvent
@@ -204,7 +228,8 @@ export type ChatEvent =
   | ErrorEvent
   | StreamResetEvent
   | NoticeEvent
-  | ChartEvent;
+  | ChartEvent
+  | RecallEvent;
 
 export type EventType = ChatEvent["type"];
 export type EventOf<K extends EventType> = Extract<ChatEvent, { type: K }>;
@@ -272,6 +297,93 @@ export interface CursorJson {
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Knowledge (gmchat_nb/core/knowledge: entry_json)
+ * ------------------------------------------------------------------------------------------- */
+
+export type KnowledgeKind = "verified_query" | "definition" | "note";
+export type KnowledgeScope = "shared" | "personal";
+
+/** A verified query's call: `{tool, arguments}`. */
+export interface KnowledgeCall {
+  tool?: string;
+  arguments?: JsonObject;
+}
+
+/** An entry as every surface shows it (`entry_json`). */
+export interface KnowledgeEntry {
+  id: string;
+  kind?: string;
+  name?: string;
+  status?: string;
+  scope?: string;
+  owner?: string;
+  created_by?: string;
+  created_at?: string | null;
+  updated_at?: string | null;
+  question?: string;
+  calls?: KnowledgeCall[];
+  verified_by?: string | null;
+  verified_at?: string | null;
+  text?: string;
+  term?: string;
+  flags?: unknown;
+  stale_reason?: string | null;
+}
+
+/**
+ * A refused knowledge write: `invalid`, `not_compiling`, `duplicate` (`existing` names the entry
+ * that has the same content), `flagged` (send again with `confirm_flagged`), `forbidden`,
+ * `not_found`, or the transport's own (`unavailable`, `http_<status>`, `no_answer`).
+ */
+export interface KnowledgeProblem {
+  code?: string;
+  message?: string;
+  existing?: string | null;
+}
+
+/** What a knowledge request asks (every one carries the view's `request` id, echoed back). */
+export type KnowledgeRequest =
+  | { type: "knowledge_list"; request: string; kind?: string; status?: string; search?: string }
+  | {
+      type: "knowledge_save_turn";
+      request: string;
+      /** the turn's index in the view */
+      turn: number;
+      name: string;
+      question?: string;
+      scope?: KnowledgeScope;
+      confirm_flagged?: boolean;
+    }
+  | {
+      type: "knowledge_add";
+      request: string;
+      kind: KnowledgeKind;
+      name?: string;
+      question?: string;
+      calls?: KnowledgeCall[];
+      scope?: KnowledgeScope;
+      term?: string;
+      text?: string;
+      confirm_flagged?: boolean;
+    }
+  | {
+      type: "knowledge_update";
+      request: string;
+      /** (`entry_id`, not `id`: ipykernel routes comm replies by a top-level `id`) */
+      entry_id: string;
+      name?: string;
+      question?: string;
+      text?: string;
+      term?: string;
+      scope?: KnowledgeScope;
+      confirm_flagged?: boolean;
+    }
+  | { type: "knowledge_remove"; request: string; entry_id: string }
+  | { type: "knowledge_accept"; request: string; entry_id: string; scope?: KnowledgeScope };
+
+export type KnowledgeRequestType = KnowledgeRequest["type"];
+
+/* ---------------------------------------------------------------------------------------------
  * The view -> what drives it
  * ------------------------------------------------------------------------------------------- */
 
@@ -292,7 +404,8 @@ export type ClientMessage =
   | { type: "open_conversation"; conversation_id: string }
   | { type: "clear" }
   | { type: "chart_request"; table: string; intent?: ChartIntent }
-  | { type: "chart_library" };
+  | { type: "chart_library" }
+  | KnowledgeRequest;
 
 export type ClientMessageType = ClientMessage["type"];
 
@@ -396,6 +509,19 @@ export interface ChartLibraryMessage {
   source?: string;
 }
 
+/**
+ * The answer to a knowledge request (its `request` id echoed): the entries listed (`items`), the
+ * entry written (`entry`), the id removed (`removed`), or why not (`error`).
+ */
+export interface KnowledgeMessage {
+  type: "knowledge";
+  request?: string;
+  items?: KnowledgeEntry[];
+  entry?: KnowledgeEntry | null;
+  removed?: string | null;
+  error?: KnowledgeProblem | null;
+}
+
 export interface ErrorMessage extends ErrorInfo {
   type: "error";
 }
@@ -412,6 +538,7 @@ export type ServerMessage =
   | ConversationsMessage
   | ChartOptionsMessage
   | ChartLibraryMessage
+  | KnowledgeMessage
   | ErrorMessage;
 
 export type ServerMessageType = ServerMessage["type"];
@@ -428,6 +555,7 @@ const SERVER_TYPES: ReadonlySet<string> = new Set<ServerMessageType>([
   "conversations",
   "chart_options",
   "chart_library",
+  "knowledge",
   "error",
 ]);
 

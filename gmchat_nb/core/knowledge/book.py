@@ -9,6 +9,9 @@ recalled, until a person accepts it. Every write screens the entry's texts with 
 scorer (a flagged entry needs ``confirm_flagged``), refuses the same content twice (naming the
 entry that has it) and compiles a verified query's calls against the project, so one on a hidden
 manager or an unknown field is refused when it is saved.
+
+Over 400 lines: one class whose writes must all take the same checks in the same order (scope,
+permission, compiling, screening, duplicates), each a few lines; split, a write could skip one.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import builtins
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +32,7 @@ from .checking import calls_problem
 from .entries import KINDS, STATUSES, Draft, KnowledgeError
 from .terms import overlap, search_terms
 from .vectors import Embedder, VectorCache, embedder, to_bytes
+from .yaml_io import drafts_of, export_mapping
 
 __all__ = ["ImportReport", "KnowledgeBook", "StaleEntry"]
 
@@ -414,52 +418,3 @@ def _choices(
         if item not in allowed:
             raise KnowledgeError("invalid", f"{what} must be one of {', '.join(allowed)}")
     return chosen
-
-
-_SECTIONS = {"verified_queries": "verified_query", "definitions": "definition", "notes": "note"}
-
-
-def drafts_of(data: Any) -> builtins.list[Draft]:
-    """The drafts of an import mapping (``verified_queries``, ``definitions``, ``notes``)."""
-    if not isinstance(data, Mapping):
-        raise KnowledgeError(
-            "invalid", "knowledge must be a mapping of verified_queries, definitions and notes"
-        )
-    unknown = [str(key) for key in data if key not in _SECTIONS]
-    if unknown:
-        raise KnowledgeError(
-            "invalid", f"unknown section {unknown[0]!r}: use {', '.join(_SECTIONS)}"
-        )
-    drafts: builtins.list[Draft] = []
-    for section, kind in _SECTIONS.items():
-        items = data.get(section) or []
-        if not isinstance(items, list):
-            raise KnowledgeError("invalid", f"{section} must be a list")
-        for position, item in enumerate(items, 1):
-            try:
-                drafts.append(Draft.from_mapping(kind, item))
-            except KnowledgeError as error:
-                raise KnowledgeError(
-                    error.code, f"{section}[{position}]: {error.message}"
-                ) from None
-    return drafts
-
-
-def export_mapping(records: Iterable[KnowledgeRecord]) -> dict[str, Any]:
-    """Entries in the import format (an export imported again changes nothing)."""
-    data: dict[str, builtins.list[dict[str, Any]]] = {section: [] for section in _SECTIONS}
-    for record in records:
-        if record.kind == "verified_query":
-            item: dict[str, Any] = {
-                "name": record.name,
-                "question": record.body,
-                "calls": [{"tool": c["tool"], "arguments": c["arguments"]} for c in record.calls],
-            }
-            if record.scope == "personal":
-                item["scope"] = "personal"
-            data["verified_queries"].append(item)
-        elif record.kind == "definition":
-            data["definitions"].append({"term": record.name, "text": record.body})
-        else:
-            data["notes"].append({"text": record.body})
-    return {section: items for section, items in data.items() if items}

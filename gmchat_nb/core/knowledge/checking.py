@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..charts.intent import ChartIntent
+from ..charts.tool import CHART
 from ..project.errors import ToolError
 from ..project.project import Project
+from ..project.tools import TOOLS
 
 __all__ = ["call_problem", "calls_problem"]
 
@@ -22,9 +24,9 @@ __all__ = ["call_problem", "calls_problem"]
 def call_problem(project: Project, tool: str, arguments: Mapping[str, Any]) -> str | None:
     """Why the project refuses this call (the compiler's message), or ``None`` when it compiles."""
     try:
-        if tool == "query":
+        if tool == TOOLS.query.name:
             project.compiler.compile(dict(arguments))
-        elif tool == "chart":
+        elif tool == CHART.name:
             ChartIntent.from_args(arguments)
         else:
             return f"{tool} is not a call a verified query may hold"

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ..charts.tool import CHART
 from ..digest import digest
+from ..project.tools import TOOLS
 from ..store import KnowledgeRecord
 from ..text import clean_text
 
@@ -41,7 +43,7 @@ __all__ = [
 KINDS: Final = ("verified_query", "definition", "note")
 SCOPES: Final = ("shared", "personal")
 STATUSES: Final = ("active", "suggested", "stale")
-CALL_TOOLS: Final = ("query", "chart")  # what a verified query may hold
+CALL_TOOLS: Final = (TOOLS.query.name, CHART.name)  # what a verified query may hold
 MAX_NAME: Final = 200
 MAX_TEXT: Final = 4000
 MAX_CALLS: Final = 8
@@ -101,7 +103,7 @@ def parse_calls(value: Any) -> list[dict[str, Any]]:
         if len(encoded) > MAX_CALL_JSON:
             raise KnowledgeError("invalid", f"call {position}: arguments are too long")
         calls.append({"tool": tool, "arguments": json.loads(clean_text(encoded))})
-    if not any(call["tool"] == "query" for call in calls):
+    if not any(call["tool"] == TOOLS.query.name for call in calls):
         raise KnowledgeError("invalid", "a verified query needs at least one query call")
     return calls
 

@@ -21,6 +21,8 @@ from typing import Any, Final, Protocol
 
 import numpy as np
 
+from ..text import clean_text
+
 __all__ = ["DIMENSIONS", "Embedder", "VectorCache", "embedder", "from_bytes", "to_bytes"]
 
 log = logging.getLogger(__name__)
@@ -40,8 +42,10 @@ class _WordLlama:
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        # the tokenizer refuses a lone surrogate (a TypeError): it gets U+FFFD instead
+        cleaned = [clean_text(text) for text in texts]
         with self._lock:  # the tokenizer is not documented as thread-safe
-            rows = np.asarray(self._model.embed(list(texts)), dtype=np.float32)
+            rows = np.asarray(self._model.embed(cleaned), dtype=np.float32)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         unit: np.ndarray = (rows / norms).astype(np.float32)

@@ -33,10 +33,13 @@ async def make_plan(
     schemas: dict[str, dict[str, object]],
     previous: str = "",
     on_failure: Callable[[BaseException], None] = lambda error: None,
+    recalled: Message | None = None,
 ) -> ValidatedPlan:
-    """A validated plan, or :class:`PlanningFailed`."""
+    """A validated plan, or :class:`PlanningFailed`. ``recalled``: the knowledge recalled for
+    the turn (the classic loop's own recall message), read by the planner as data."""
     base = [
         Message("system", PLANNER_PROMPT),
+        *([recalled] if recalled is not None else []),
         Message("user", planner_message(question, schemas, previous)),
     ]
     rejection: str | None = None

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..events import ChatEvent, Done, Error, TextChunk, error_event
 from ..guards.gates import warning_note
+from ..guards.recalled import recall_message
 from ..providers.base import Message
 from .catalog import Catalog, rank_managers
 from .executor import TaskRun, resolve_task
@@ -81,6 +82,7 @@ class PlannedTurn:
                 self.work.schemas,
                 previous,
                 on_failure=self.work.io.provider_failed,
+                recalled=recall_message(messages),
             )
         except PlanningFailed as failure:
             self._audit_end(failure.reason, started)

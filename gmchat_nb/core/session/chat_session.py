@@ -23,6 +23,7 @@ from ..events import (
     event_from_dict,
 )
 from ..knowledge import KnowledgeBook, person_of, project_key
+from ..knowledge.drift import check_on_connect
 from ..planned.catalog import load_catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, ToolDefinition
@@ -124,6 +125,7 @@ class ChatSession(TurnDriving):
             project_key=project.identity or project_key(settings.project, settings.project_id),
             owner=person_of(actor.id),
         )
+        check_on_connect(self.knowledge)  # verified queries against today's schema
 
     # -- public --------------------------------------------------------------------------------
 

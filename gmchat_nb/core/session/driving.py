@@ -25,6 +25,7 @@ from ..events import (
     event_from_dict,
 )
 from ..knowledge import KnowledgeBook, Recalled, recall
+from ..knowledge.suggestions import suggest_correction
 from ..planned.catalog import Catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, Message, ToolDefinition
@@ -141,6 +142,8 @@ class TurnDriving(SessionTurnIO):
         status = "unfinished"
         ended = ending = False
         handed_over = False
+        recalled: Recalled | None = None
+        asked: Sequence[str] = ()  # the user's own words of this turn
         try:
             messages = await bounded_context(
                 self.store,
@@ -155,6 +158,7 @@ class TurnDriving(SessionTurnIO):
                 retries=retries,
             )
             guards = turn_guards(self.settings, messages, state)
+            asked = guards.user_texts
             recalled = (
                 self._recall(guards.user_texts) if resumed is None and continued is None else None
             )
@@ -307,3 +311,8 @@ class TurnDriving(SessionTurnIO):
                 "assistant_message",
                 {"message": "".join(answer), "session_key": self.conversation_id},
             )
+        if status == "done" and recalled is not None:
+            try:  # a suggestion waits for a person and is never recalled before
+                suggest_correction(self.knowledge, asked)
+            except Exception:  # the turn has ended; a suggestion is never worth failing it
+                log.warning("knowledge: the correction could not be suggested", exc_info=True)

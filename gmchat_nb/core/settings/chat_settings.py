@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..project.names import did_you_mean, quoted_or
 from ..project.targets import DEMO_TARGETS
-from . import checks, costs, guards
+from . import checks, costs, guards, knowledge
 from .checks import ChatConfigurationError, check_known, invalid, shown
 from .guards import CompletionGateSettings, InjectionSettings, LoopGuardSettings, TelemetrySettings
 from .planned import PlannedSettings, check_planned, planned_settings
@@ -363,8 +363,8 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "rate_limit": _rate_limit,
         "audit": _audit,
         "project": checks.project,
-        "project_id": checks.optional_string,
-        "knowledge": checks.knowledge,
+        "project_id": knowledge.optional_string,
+        "knowledge": knowledge.knowledge,
         "exposed_managers": checks.optional_names,
         "store": checks.store,
         "hooks": checks.hooks,

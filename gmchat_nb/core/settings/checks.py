@@ -202,26 +202,6 @@ def choice(
     return check
 
 
-KNOWLEDGE_MODES: tuple[str, ...] = ("on", "off", "keyword", "hybrid")
-
-
-def knowledge(key: str, value: object) -> str:
-    """Recall before each turn: ``on`` (by meaning too when the ``[knowledge]`` extra is
-    installed), ``off``, ``keyword`` or ``hybrid``; YAML's ``off``/``on`` read as booleans count."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return choice(KNOWLEDGE_MODES)(key, value)
-
-
-def optional_string(key: str, value: object) -> str | None:
-    """A non-empty string, or ``None``."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise invalid(key, value, "a string")
-    return value
-
-
 def string(key: str, value: object) -> str:
     """A string; ``None`` is the empty string."""
     # An empty system_prompt in YAML (`system_prompt:`) loads as None and means "none".

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..guards.loop_guard import fingerprint
+from ..project.tools import TOOLS
 from .record import ToolCallRecord
 from .scope import CallScope
 from .stage import Stage
@@ -27,7 +28,7 @@ _VALUED = ("filters", "exclude")  # their keys are the shape, their values may c
 
 def call_shape(name: str, args: Mapping[str, Any]) -> str:
     """What must be equal for one call to re-run another (see the module)."""
-    if name != "query" or not isinstance(args, Mapping):
+    if name != TOOLS.query.name or not isinstance(args, Mapping):
         return fingerprint(name, args)
     shape: dict[str, Any] = {}
     for key, value in args.items():
