@@ -33,8 +33,12 @@ class _Chat(Protocol):
 class Turn(Protocol):
     """What of a :class:`~gmchat_nb.Turn` a save reads: its question and events."""
 
-    question: str
-    events: Sequence[Mapping[str, Any]]
+    # (read-only members: a Turn's ``events`` is a list of dicts, which a mutable
+    # ``Sequence[Mapping]`` attribute would not accept)
+    @property
+    def question(self) -> str: ...
+    @property
+    def events(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 __all__ = ["ChatKnowledge"]

@@ -181,9 +181,7 @@ async def _with_book(options: argparse.Namespace, actor: Actor, action: Action) 
 
 
 def _refused(error: KnowledgeError, options: argparse.Namespace) -> int:
-    hint = ""
-    if error.code == "flagged":
-        hint = " (run it again with --confirm-flagged if you mean it)"
+    hint = " (with --confirm-flagged)" if error.code == "flagged" else ""
     where = f"knowledge {options.action}"
     if options.action == "import":
         where += f" {options.file}"
@@ -207,8 +205,11 @@ def _import(book: KnowledgeBook, options: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"imported {_count(len(report.added), 'entry', 'entries')}", end="")
-    print(": " + ", ".join(_label(record) for record in report.added) if report.added else "")
+    if report.added:
+        added = ", ".join(_label(record) for record in report.added)
+        print(f"imported {_count(len(report.added), 'entry', 'entries')}: {added}")
+    else:
+        print("imported nothing new")
     if report.skipped:
         skipped = ", ".join(f"{_clip(name)} ({existing})" for name, existing in report.skipped)
         print(f"skipped {len(report.skipped)} already stored: {skipped}")
@@ -337,7 +338,7 @@ def _check(book: KnowledgeBook, options: argparse.Namespace) -> int:
             print(f"stale: {_clip(entry.name)} ({entry.id}): {_printable(entry.reason)}")
     else:
         count = len(book.list(kind="verified_query", status="active"))
-        print(f"{_count(count, 'verified query', 'verified queries')} compile against the project")
+        print(f"every verified query compiles against the project ({count})")
     return EXIT_FAILURE if stale else 0
 
 

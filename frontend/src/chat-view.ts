@@ -2,7 +2,8 @@
  * The app: one rendered chat view (header, conversation picker, the log of turns, the composer)
  * over a `Transport`. It sends `hello` (with its saved cursor after a reload), builds itself from
  * the `snapshot` (or `replay`) answer, then applies `turn_start`, `events`, `table`, `turn_end`,
- * `table_page`, `frame_bound`, `chart_options`, `conversations` and `error` as they arrive. Every
+ * `table_page`, `frame_bound`, `chart_options`, `conversations`, `knowledge` (the answers to its
+ * knowledge requests: knowledge.ts, the header's knowledge view) and `error` as they arrive. Every
  * view keeps its own state, and its cursor and turns in sessionStorage so a reload replays (see
  * replay.ts).
  */
@@ -13,6 +14,8 @@ import { ConversationPicker } from "./conversations";
 import type { CellActions } from "./evidence";
 import { button, h } from "./dom";
 import { displayName, errorText } from "./format";
+import { KnowledgeClient } from "./knowledge";
+import { KnowledgeView } from "./knowledge-view";
 import type { ClientMessage, ErrorInfo, ReplayMessage, ServerMessage, SnapshotMessage, TurnRecord } from "./protocol";
 import {
   type StoredView,
@@ -54,6 +57,9 @@ export class ChatView implements TurnHost {
   readonly root: HTMLDivElement;
   readonly cellActions: CellActions | null;
   readonly loadCharts: ChartLoader | null;
+  /** Knowledge requests of this view and its turns (answers come back as `knowledge`). */
+  readonly knowledge: KnowledgeClient;
+  private readonly knowledgeView: KnowledgeView;
   private readonly turns = new Map<number, TurnView>(); // index -> TurnView
   private readonly dirty = new Set<TurnView>();
   private readonly countdowns = new Set<ConfirmBox>();
@@ -103,6 +109,14 @@ export class ChatView implements TurnHost {
     this.projectEl = h("span", { cls: "gmchat-project", testid: "gmchat-project" });
     this.providerEl = h("span", { cls: "gmchat-provider", testid: "gmchat-provider", attrs: { title: "Provider" } });
     this.picker = new ConversationPicker(this.send, () => this.conversationId);
+    this.knowledge = new KnowledgeClient((msg) => this.transport.send(msg));
+    const knowledgeButton = button("Knowledge", {
+      testid: "gmchat-knowledge-toggle",
+      aria: "Knowledge: verified queries, definitions and notes",
+      onClick: () => this.knowledgeView.toggle(),
+    });
+    knowledgeButton.setAttribute("aria-expanded", "false");
+    this.knowledgeView = new KnowledgeView(this.knowledge, (open) => knowledgeButton.setAttribute("aria-expanded", String(open)));
     this.log = h("div", {
       cls: "gmchat-log",
       attrs: { role: "log", "aria-live": "polite", "aria-label": "Chat messages", tabindex: "0" },
@@ -142,8 +156,10 @@ export class ChatView implements TurnHost {
             button("New", { testid: "gmchat-new", aria: "New conversation", onClick: () => this.send({ type: "new_conversation" }) }),
             this.picker.el,
             button("Clear", { testid: "gmchat-clear", aria: "Clear the conversation", onClick: () => this.send({ type: "clear" }) }),
+            knowledgeButton,
           ]),
         ]),
+        this.knowledgeView.el,
         this.log,
         this.notice,
         h("div", { cls: "gmchat-composer" }, [this.input, h("div", { cls: "gmchat-composer-buttons" }, [this.sendButton, this.stopButton])]),
@@ -203,6 +219,8 @@ export class ChatView implements TurnHost {
         return this.tables.get(String(msg.table))?.onChartOptions(msg);
       case "chart_library":
         return; // the chart loader's answer (widget.ts)
+      case "knowledge":
+        return this.knowledge.receive(msg);
       default:
         break;
     }
@@ -548,6 +566,8 @@ export class ChatView implements TurnHost {
     this.stopWatching?.();
     this.stopListening();
     this.stopTicker();
+    this.knowledge.dispose();
+    this.knowledgeView.dispose();
     this.countdowns.clear();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();

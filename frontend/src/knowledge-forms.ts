@@ -143,14 +143,15 @@ export class EntryForm {
         testid: "gmchat-knowledge-confirm",
         onClick: () => void this.submit(true),
       });
-      this.showProblem(problemText(answer.error), again);
+      this.showProblem(problemText(answer.error), again, "flagged");
       return;
     }
-    this.showProblem(problemText(answer.error), null, answer.error.code);
+    this.showProblem(problemText(answer.error), null, answer.error.code ?? "");
   }
 
+  /** A refusal under the form (`code`: the answer's, on `data-code`), with an action if any. */
   private showProblem(message: string, action: HTMLButtonElement | null = null, code = "invalid"): void {
-    this.problem.setAttribute("data-code", code ?? "");
+    this.problem.setAttribute("data-code", code);
     this.problem.replaceChildren(h("span", { text: message }), ...(action ? [action] : []));
   }
 }

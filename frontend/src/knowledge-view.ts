@@ -190,7 +190,7 @@ export class KnowledgeView {
     });
     slot.replaceChildren(
       h("div", { cls: "gmchat-knowledge-confirm-delete", testid: "gmchat-knowledge-delete-question" }, [
-        h("span", { text: `Delete \u201c${name}\u201d? It is no longer recalled for anyone.` }),
+        h("span", { text: `Delete \u201c${name}\u201d? It will no longer be recalled.` }),
         remove,
         button("Keep", { testid: "gmchat-knowledge-delete-keep", onClick: () => slot.replaceChildren() }),
         problem,

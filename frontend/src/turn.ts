@@ -1,15 +1,19 @@
 /**
- * The turn view: one question and everything that answers it (the plan, tool cards and the
- * charts under them, confirmations, notices, the streamed answer, errors, evidence and usage), brought up to date
+ * The turn view: one question and everything that answers it (the knowledge recalled for it, the
+ * plan, tool cards and the charts under them, confirmations, notices, "Verified query: <name>"
+ * over an answer that re-ran one, the streamed answer, errors, evidence, usage and **Save as
+ * verified query**), brought up to date
  * from turn records and events. `EVENT_RENDERERS` says how each event type of core/events.py is
  * shown (tests/test_architecture.py checks that every public type has one here).
  */
 
 import { type ChartLoader, ChartView } from "./chart";
 import { ConfirmBox } from "./confirm";
-import { h } from "./dom";
+import { button, h } from "./dom";
 import { type CellActions, type CopyText, EvidencePanel } from "./evidence";
 import { errorText, isObject, usageText } from "./format";
+import { type KnowledgeClient, kindLabel, ranQuery, recallItems, recallSummary, scoreText, trustedLabel } from "./knowledge";
+import { saveTurnForm } from "./knowledge-forms";
 import { renderMarkdown } from "./markdown";
 import { PlanPanel, partialBanner } from "./plan-panel";
 import { isPartial, planCalculations } from "./planned";
@@ -22,6 +26,7 @@ import type {
   EventType,
   EvidenceRow,
   Orchestration,
+  RecallEvent,
   TableData,
   TurnRecord,
 } from "./protocol";
@@ -42,6 +47,8 @@ export interface TurnHost {
   readonly cellActions?: CellActions | null;
   /** Loads the chart library when the first chart is drawn (null: charts show as text only). */
   readonly loadCharts?: ChartLoader | null;
+  /** Knowledge requests (**Save as verified query**); null: the turn offers none. */
+  readonly knowledge?: KnowledgeClient | null;
 }
 
 type EventRenderers = { readonly [K in EventType]: (turn: TurnView, event: EventOf<K>) => void };
@@ -69,6 +76,7 @@ export const EVENT_RENDERERS: EventRenderers = {
   done(turn, event) {
     turn.setUsage(event.usage);
     turn.setOrchestration(event.orchestration);
+    turn.setTrusted(event.trusted);
   },
   error(turn, event) {
     turn.showError(event);
@@ -85,6 +93,9 @@ export const EVENT_RENDERERS: EventRenderers = {
   },
   chart(turn, event) {
     turn.addChart(event);
+  },
+  recall(turn, event) {
+    turn.showRecall(event);
   },
 };
 
@@ -109,6 +120,9 @@ export class TurnView {
   private readonly charts = new Map<string, ChartView>(); // chart id -> its view
   private readonly chartAnchors = new Map<ToolCard, Element>(); // a query's card -> the last element under it
   private errorShown = false;
+  private readonly seen: Record<string, unknown>[] = []; // the events applied (a finished turn's queries)
+  private recallEl: HTMLElement | null = null;
+  private saveButton: HTMLButtonElement | null = null;
   private evidenceRows: EvidenceRow[] = [];
   private evidenceKey = "";
   private orchestration: Orchestration | null = null;
@@ -116,10 +130,12 @@ export class TurnView {
   private readonly planSlot: HTMLDivElement;
   private readonly steps: HTMLDivElement;
   private readonly bannerSlot: HTMLDivElement;
+  private readonly trustedSlot: HTMLDivElement;
   private readonly answer: HTMLDivElement;
   private readonly working: HTMLDivElement;
   private readonly errors: HTMLDivElement;
   private readonly evidenceSlot: HTMLDivElement;
+  private readonly knowledgeSlot: HTMLDivElement;
   private readonly usage: HTMLSpanElement;
 
   /**
@@ -139,10 +155,12 @@ export class TurnView {
     this.planSlot = h("div", { cls: "gmchat-plan-slot" });
     this.steps = h("div", { cls: "gmchat-steps" });
     this.bannerSlot = h("div", { cls: "gmchat-banner-slot" });
+    this.trustedSlot = h("div", { cls: "gmchat-trusted-slot" });
     this.answer = h("div", { cls: "gmchat-answer gmchat-md gmchat-streaming", testid: "gmchat-answer" });
     this.working = h("div", { cls: "gmchat-working", text: "Working\u2026", attrs: { "aria-hidden": "true" } });
     this.errors = h("div", { cls: "gmchat-turn-errors" });
     this.evidenceSlot = h("div", { cls: "gmchat-evidence-slot" });
+    this.knowledgeSlot = h("div", { cls: "gmchat-turn-knowledge" });
     this.usage = h("span", { cls: "gmchat-usage", testid: "gmchat-usage" });
     this.el = h(
       "section",
@@ -153,10 +171,12 @@ export class TurnView {
           this.planSlot,
           this.steps,
           this.bannerSlot,
+          this.trustedSlot,
           this.answer,
           this.working,
           this.errors,
           this.evidenceSlot,
+          this.knowledgeSlot,
           h("div", { cls: "gmchat-turn-footer" }, [this.usage]),
         ]),
       ],
@@ -186,6 +206,7 @@ export class TurnView {
         this.lastSequence = event.sequence;
       }
       this.eventCount++;
+      this.seen.push(event);
       this.applyEvent(event);
     }
   }
@@ -257,6 +278,78 @@ export class TurnView {
     } else {
       this.steps.append(view.el);
     }
+  }
+
+  /**
+   * The `recall` step, first among the steps: "Recalled 2 verified queries, 1 definition", which
+   * opens to the entries (kind, name, score). An empty recall shows "Nothing recalled" (recall
+   * ran and found nothing relevant; with recall off there is no event and no step).
+   */
+  showRecall(event: RecallEvent): void {
+    const items = recallItems(event.items);
+    const summary = recallSummary(items);
+    const el: HTMLElement = items.length
+      ? h("details", { cls: "gmchat-recall", testid: "gmchat-recall", attrs: { "data-count": items.length } }, [
+          h("summary", { testid: "gmchat-recall-summary", text: summary }),
+          h(
+            "ul",
+            { cls: "gmchat-recall-items" },
+            items.map((item) =>
+              h("li", { cls: "gmchat-recall-item", testid: "gmchat-recall-item", attrs: { "data-kind": item.kind ?? "", "data-id": item.id ?? "" } }, [
+                h("span", { cls: "gmchat-knowledge-kind", text: kindLabel(item.kind) }),
+                h("span", { cls: "gmchat-recall-name", testid: "gmchat-recall-name", text: item.name ?? "" }),
+                h("span", { cls: "gmchat-recall-score", text: scoreText(item.score), attrs: { title: "Relevance (fused rank score)" } }),
+              ]),
+            ),
+          ),
+        ])
+      : h("div", { cls: "gmchat-recall gmchat-recall-empty", testid: "gmchat-recall", attrs: { "data-count": 0 } }, [
+          h("span", { testid: "gmchat-recall-summary", text: summary }),
+        ]);
+    if (this.recallEl) this.recallEl.replaceWith(el);
+    else this.steps.prepend(el);
+    this.recallEl = el;
+  }
+
+  /** `done.trusted`: the answer re-ran a verified query ("Verified query: <name>"). */
+  setTrusted(trusted: unknown): void {
+    const label = trustedLabel(trusted);
+    if (!label) return;
+    const name = isObject(trusted) ? String(trusted.name ?? "") : "";
+    this.el.classList.add("gmchat-trusted-answer");
+    this.trustedSlot.replaceChildren(
+      h("div", {
+        cls: "gmchat-trusted",
+        testid: "gmchat-trusted",
+        text: label,
+        attrs: { title: `This answer re-ran the verified query \u201c${name}\u201d (its calls, with the values asked now).` },
+      }),
+    );
+  }
+
+  /** **Save as verified query** under a finished turn that ran a query (once per view). */
+  private offerSave(): void {
+    const client = this.chat.knowledge;
+    if (!client || this.saveButton || this.placeholder || !ranQuery(this.seen)) return;
+    const open = (): void => {
+      const form = saveTurnForm(
+        client,
+        this.index,
+        this.question,
+        (entry) => {
+          const name = String(entry?.name ?? "");
+          this.knowledgeSlot.replaceChildren(
+            h("div", { cls: "gmchat-knowledge-saved", testid: "gmchat-knowledge-saved", attrs: { role: "status" }, text: `Saved as verified query: ${name}` }),
+          );
+        },
+        () => this.knowledgeSlot.replaceChildren(saveButton),
+      );
+      this.knowledgeSlot.replaceChildren(form.el);
+      form.focus();
+    };
+    const saveButton = button("Save as verified query", { testid: "gmchat-save-query", aria: "Save this turn's queries as a verified query", onClick: open });
+    this.saveButton = saveButton;
+    this.knowledgeSlot.replaceChildren(saveButton);
   }
 
   /** A `table` message (or a record's table): attach it to its query card by call_id. */
@@ -335,6 +428,7 @@ export class TurnView {
     const evidence = Array.isArray(record.evidence) ? record.evidence : [];
     if (evidence.length) this.evidenceRows = evidence;
     this.renderEvidence();
+    this.offerSave();
   }
 
   /** Re-render the answer's markdown (called once per incoming message, not per chunk). */

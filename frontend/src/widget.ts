@@ -34,6 +34,22 @@ export { ChartView, DENIED_KEYS, MARK_TYPES, SCHEMA, chartDataTable, checkSpec }
 export { ChartPicker } from "./chart-picker";
 export { EVENT_RENDERERS } from "./turn";
 export {
+  KNOWLEDGE_TIMEOUT_MS,
+  KnowledgeClient,
+  entriesOf,
+  entryBody,
+  kindLabel,
+  problemText,
+  ranQuery,
+  recallItems,
+  recallSummary,
+  scoreText,
+  trustedLabel,
+} from "./knowledge";
+export { EntryForm, defaultName } from "./knowledge-forms";
+export { KnowledgeView } from "./knowledge-view";
+export { knowledgeOverHttp, refusalOf } from "./transport/server-knowledge";
+export {
   CONTEXT_ERROR,
   CONTEXT_WARNING,
   UsageHeader,

@@ -10,6 +10,11 @@ max_tokens}``, either or both: the most the case's turns may cost and use, judge
 some chart the turns drew has them). Unknown keys are a :class:`DatasetError` that names the key
 and the case.
 
+A dataset may also be a mapping of ``cases`` (that list) and ``knowledge``: verified queries,
+definitions and notes in the knowledge import format (``docs/knowledge.md``), inline or as the
+path of such a YAML file relative to the dataset's own file. Every case of the dataset runs with
+that knowledge imported into its chat's store before its first question.
+
 Over 400 lines: GeneralManager's whole case format, each key checked with an error that
 names it, in one reader.
 """
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,9 @@ import yaml
 
 from ..core.charts import AGGREGATES, MARKS
 from ..core.digest import digest
+from ..core.knowledge import KnowledgeError
+from ..core.knowledge.book import drafts_of  # type: ignore[attr-defined]  # not in its __all__ yet
+from ..core.knowledge.yaml_io import read_file
 
 __all__ = [
     "Budget",
@@ -193,6 +201,8 @@ class Case:
     strategy: str | None = None  # None: the run's strategy
     providers: Mapping[str, str] = field(default_factory=dict)  # planned roles pinned
     budget: Budget | None = None  # None: no budget of its own
+    # the dataset's knowledge (the import format's mapping), imported before the case runs
+    knowledge: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def case_hash(self) -> str:
@@ -213,6 +223,8 @@ class Case:
             payload["providers"] = dict(self.providers)
         if self.budget is not None:
             payload["budget"] = self.budget.to_dict()
+        if self.knowledge is not None:
+            payload["knowledge"] = digest(dict(self.knowledge))
         return digest(payload)
 
 
@@ -434,19 +446,56 @@ def parse_case(item: Any, number: int, dataset: str = "") -> Case:
     )
 
 
-def parse_cases(data: Any, dataset: str = "") -> list[Case]:
-    """Cases from a loaded YAML document (a list)."""
+DATASET_KEYS = frozenset({"cases", "knowledge"})
+
+
+def parse_cases(data: Any, dataset: str = "", base: Path | None = None) -> list[Case]:
+    """Cases from a loaded YAML document: a list of cases, or a mapping of ``cases`` and
+    ``knowledge`` (a path in it is relative to ``base``, the dataset's folder)."""
     if data is None:
         return []
+    knowledge = None
+    if isinstance(data, Mapping):
+        where = dataset or "dataset"
+        _check_keys(data, DATASET_KEYS, where)
+        if data.get("knowledge") is not None:
+            knowledge = dataset_knowledge(data["knowledge"], where, base)
+        data = data.get("cases")
+        if not isinstance(data, list):
+            raise DatasetError(f"{where}: 'cases' must be a YAML list of cases")
     if not isinstance(data, list):
-        raise DatasetError(f"{dataset or 'dataset'}: a dataset is a YAML list of cases")
+        raise DatasetError(
+            f"{dataset or 'dataset'}: a dataset is a YAML list of cases (or a mapping of "
+            "'cases' and 'knowledge')"
+        )
     cases = [parse_case(item, n, dataset) for n, item in enumerate(data, start=1)]
+    if knowledge is not None:
+        cases = [replace(case, knowledge=knowledge) for case in cases]
     seen: set[str] = set()
     for case in cases:
         if case.name in seen:
             raise DatasetError(f"{dataset}: duplicate case name {case.name!r}")
         seen.add(case.name)
     return cases
+
+
+def dataset_knowledge(value: Any, where: str, base: Path | None = None) -> dict[str, Any]:
+    """A dataset's ``knowledge``: the import format's mapping, inline or read from a YAML file
+    (a path relative to ``base``), its shape checked (whether its calls compile is the
+    project's to say, when a case imports it)."""
+    if isinstance(value, str):
+        path = Path(value)
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        try:
+            value = read_file(path)
+        except KnowledgeError as error:
+            raise DatasetError(f"{where}.knowledge: {error.message}") from None
+    try:
+        drafts_of(value)
+    except KnowledgeError as error:
+        raise DatasetError(f"{where}.knowledge: {error.message}") from None
+    return dict(value)
 
 
 def load_dataset(path: str | Path) -> list[Case]:
@@ -458,7 +507,7 @@ def load_dataset(path: str | Path) -> list[Case]:
         raise DatasetError(f"cannot read {path}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise DatasetError(f"{path} is not valid YAML: {error}") from None
-    return parse_cases(data, path.stem)
+    return parse_cases(data, path.stem, path.parent)
 
 
 def dataset_dir() -> Path:

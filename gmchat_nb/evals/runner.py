@@ -1,5 +1,10 @@
 """Run eval cases against one or more providers, concurrently, and judge them.
 
+A case whose dataset names knowledge (``knowledge:``, :mod:`.dataset`) runs with it imported
+into its chat's store, for the run's project and user, before its first question; a run may
+compare knowledge modes (``off``, ``keyword``, ``hybrid``: the chat's ``knowledge`` setting), a
+column per provider and mode.
+
 Over 400 lines: running a case, counting its provider requests and reading its trace for
 the judges are one run's work; the trace readers are a table of small functions.
 """
@@ -8,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,30 +23,26 @@ from ..core.events import (
     Done,
     Error,
     Notice,
+    Recall,
     StreamReset,
     TextChunk,
     ToolCall,
     ToolResult,
     answer_text,
 )
-from ..core.providers.base import (
-    BaseLLMProvider,
-    DoneEvent,
-    Message,
-    ProviderEvent,
-    StructuredReply,
-    ToolCallEvent,
-    ToolDefinition,
-)
+from ..core.knowledge import KnowledgeError
+from ..core.providers.base import BaseLLMProvider
 from ..core.providers.registry import check_ready, create_provider, provider_label
 from .costs import judge_budget, unsaid_cost
+from .counting import CountingProvider
 from .dataset import Case
 from .figures import names_expected_managers
 from .judges import TurnData, Verdict, judge_case
 from .oracle import is_oracle, oracle_provider
-from .strategy import RoleTally, minus_roles, planned_settings_block, request_role, sum_roles
+from .strategy import minus_roles, planned_settings_block, sum_roles
 
 __all__ = [
+    "KNOWLEDGE_MODES",
     "CaseResult",
     "CountingProvider",
     "ResultCallback",
@@ -54,102 +55,10 @@ __all__ = [
 
 # error codes that are not the model's fault: the case is UNSCORED instead of FAIL
 UNSCORED_CODES = frozenset({"rate_limited", "chat_error", "confirmation_unavailable"})
+KNOWLEDGE_MODES = ("off", "keyword", "hybrid")  # recall before each turn, compared by a run
 
 ResultCallback = Callable[["CaseResult"], None]
 """Called with each :class:`CaseResult` as soon as its case finishes (in completion order)."""
-
-
-class CountingProvider(BaseLLMProvider):
-    """Wraps a provider and counts its requests, streamed (``complete``) and structured
-    (``complete_structured``, a planner's), in total and per role (:func:`request_role`).
-
-    It also counts the streamed requests that offered tools (``tool_offers``) and the tool calls
-    the provider returned (``tool_calls``): a server that drops the tools from the request shows
-    as offers answered by no call. :meth:`take_system_prompts` returns the distinct system
-    messages sent since it was last called.
-    """
-
-    name = "counting"
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(dict(getattr(inner, "provider_config", {}) or {}))
-        self.inner = inner
-        # Its requests are the wrapped provider's: priced as that provider's (``offline``,
-        # ``scripted`` and ``local`` cost nothing), not as an unknown "counting" model.
-        vars(self)["name"] = str(getattr(inner, "name", None) or type(inner).__name__)
-        self.requests = 0
-        self.tool_offers = 0
-        self.tool_calls = 0
-        self._system_prompts: dict[str, None] = {}  # insertion-ordered set
-        self.roles = RoleTally()
-
-    @property
-    def label(self) -> str:
-        return provider_label(self.inner)
-
-    @property
-    def timeout_seconds(self) -> float:
-        return float(getattr(self.inner, "timeout_seconds", 60))
-
-    @property
-    def stream_timeout_seconds(self) -> float:
-        return float(getattr(self.inner, "stream_timeout_seconds", 30))
-
-    async def complete(
-        self, messages: list[Message], tools: list[ToolDefinition]
-    ) -> AsyncIterator[ProviderEvent]:
-        # A provider that takes some steps itself (small-model mode) says how many requests
-        # reached its model; any other request is one.
-        before = getattr(self.inner, "model_requests", None)
-        if tools:
-            self.tool_offers += 1
-        self._note_system_prompts(messages)
-        role = request_role(messages)
-        try:
-            async for event in self.inner.complete(messages, tools):
-                if isinstance(event, DoneEvent):
-                    self.roles.tokens(role, event.usage)
-                elif isinstance(event, ToolCallEvent):
-                    self.tool_calls += 1
-                yield event
-        finally:
-            after = getattr(self.inner, "model_requests", None)
-            made = after - before if isinstance(before, int) and isinstance(after, int) else 1
-            self.requests += made
-            for _ in range(made):
-                self.roles.request(role)
-
-    def _note_system_prompts(self, messages: Sequence[Message]) -> None:
-        # the fixed texts of prompts a provider writes itself are what its model was told too
-        for text in getattr(self.inner, "instructions", ()):
-            self._system_prompts.setdefault(str(text))
-        for message in messages:
-            if message.role == "system":
-                self._system_prompts.setdefault(message.content)
-
-    def take_system_prompts(self) -> list[str]:
-        """The distinct system messages sent since the last call, in the order first sent."""
-        prompts = list(self._system_prompts)
-        self._system_prompts.clear()
-        return prompts
-
-    async def complete_structured(
-        self,
-        messages: list[Message],
-        response_schema: Mapping[str, Any],
-        *,
-        name: str = "response",
-    ) -> StructuredReply:
-        # Forwarded, not the base class's single-tool default: the wrapped provider's own
-        # structured output (a vendor's, a script's 'structured' round) is what is measured.
-        self.requests += 1
-        self._note_system_prompts(messages)
-        self.roles.request("planner")
-        reply: StructuredReply = await self.inner.complete_structured(
-            messages, response_schema, name=name
-        )
-        self.roles.tokens("planner", reply.usage)
-        return reply
 
 
 @dataclass
@@ -178,6 +87,12 @@ class TurnRecord(TurnData):
     cost: dict[str, Any] | None = None
     cost_usd: float | None = None
     cost_sources: list[str] = field(default_factory=list)
+    # the knowledge recalled before the turn (its ``recall`` event's items; None: recall was
+    # off), the verified query the answer re-ran (``done.trusted``), and the characters of the
+    # messages the turn's model requests were sent
+    recalled: list[dict[str, Any]] | None = None
+    trusted: dict[str, str] | None = None
+    prompt_characters: int = 0
 
     @property
     def tokens(self) -> int:
@@ -217,6 +132,7 @@ class CaseResult:
     provider_note: str | None = None
     strategy: str = "legacy"
     right_manager: bool | None = None
+    knowledge: str | None = None  # the recall mode the run compared (None: the settings')
 
     @property
     def roles(self) -> dict[str, dict[str, int]]:
@@ -257,6 +173,16 @@ class CaseResult:
     @property
     def answer(self) -> str:
         return self.turns[-1].answer if self.turns else ""
+
+    @property
+    def tool_calls(self) -> int:
+        """The tool calls the turns made."""
+        return sum(len(t.tool_calls) for t in self.turns)
+
+    @property
+    def prompt_characters(self) -> int:
+        """The characters of the messages every model request of the case was sent."""
+        return sum(t.prompt_characters for t in self.turns)
 
 
 def _turn_from_events(user: str, events: Sequence[Mapping[str, Any]]) -> TurnRecord:
@@ -317,6 +243,11 @@ def _read_confirm_mutation(turn: TurnRecord, event: Mapping[str, Any], _: Any) -
     decide, and the mutate call's result is what the judges read)."""
 
 
+def _read_recall(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
+    """What recall found before the turn (kind, id, name, score of each entry)."""
+    turn.recalled = [dict(item) for item in event.get("items") or () if isinstance(item, Mapping)]
+
+
 def _read_error(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
     turn.error = str(event.get("code") or "error")
 
@@ -325,6 +256,7 @@ def _read_done(turn: TurnRecord, event: Mapping[str, Any], _: Any) -> None:
     if event.get("orchestration") is not None:
         turn.orchestration = dict(event["orchestration"])
     turn.guards = dict(event["guards"]) if event.get("guards") else None
+    turn.trusted = dict(event["trusted"]) if event.get("trusted") else None
     turn.gates = [dict(gate) for gate in event["gates"]] if event.get("gates") else None
     turn.attempts = dict(event["attempts"]) if event.get("attempts") else None
     turn.fallbacks = (
@@ -359,6 +291,7 @@ TRACE_READERS: dict[str, Callable[[TurnRecord, Mapping[str, Any], Any], None]] =
     Error.type: _read_error,
     Done.type: _read_done,
     Chart.type: _read_chart,
+    Recall.type: _read_recall,
 }
 
 
@@ -409,6 +342,7 @@ async def run_case(
     label: str | None = None,
     strategy: str | None = None,
     prices: Mapping[str, Any] | None = None,
+    knowledge: str | None = None,
 ) -> CaseResult:
     """Run one case's conversation in one fresh Chat (fresh project, in-memory store).
 
@@ -419,10 +353,14 @@ async def run_case(
     (:mod:`.oracle`), played for the strategy the case runs with. ``prices`` is the chat's
     ``prices`` setting (a model's price by provider label or model name): the turns' costs use
     it. A case with a ``budget`` gets a ``Budget`` verdict (:func:`.costs.judge_budget`).
+    ``knowledge`` is the recall mode (:data:`KNOWLEDGE_MODES`; ``None``: the settings'); the
+    case's dataset knowledge is imported before its first question whatever the mode (``off``
+    keeps it from being recalled), and knowledge the project refuses leaves the case unscored.
     """
     from ..chat import Chat
 
     result = CaseResult(case=case, provider=label or _fallback_label(provider))
+    result.knowledge = knowledge
     result.strategy = case.strategy or strategy or "legacy"
     planned = result.strategy == "planned"
     started = time.perf_counter()
@@ -450,6 +388,8 @@ async def run_case(
     settings = planned_settings_block(counter, pinned) if planned else None
     if prices:
         settings = {**(settings or {}), "prices": dict(prices)}
+    if knowledge is not None:
+        settings = {**(settings or {}), "knowledge": knowledge}
     target = project or case.project
     opened = None
     chat = None
@@ -458,8 +398,11 @@ async def run_case(
         chat = Chat(project=opened, provider=counter, store=":memory:", settings=settings)
         session = await chat.session()
         resolve = _resolver(session.project)
+        if case.knowledge is not None:
+            session.knowledge.import_data(case.knowledge)
         for user in case.conversation:
             asked = [c.requests for c in counters]
+            sent = sum(c.prompt_characters for c in counters)
             offers_before = sum(c.tool_offers for c in counters)
             calls_before = sum(c.tool_calls for c in counters)
             for c in counters:
@@ -471,6 +414,7 @@ async def run_case(
             record.requests = sum(c.requests for c in counters) - sum(asked)
             record.tool_offers = sum(c.tool_offers for c in counters) - offers_before
             record.provider_tool_calls = sum(c.tool_calls for c in counters) - calls_before
+            record.prompt_characters = sum(c.prompt_characters for c in counters) - sent
             record.system_prompts = [p for c in counters for p in c.take_system_prompts()]
             record.roles = sum_roles(
                 *(
@@ -489,6 +433,9 @@ async def run_case(
                     break
         result.verdicts = judge_case(case.expectations, result.turns, resolve)
         result.right_manager = names_expected_managers(case.expectations, result.turns, resolve)
+    except KnowledgeError as error:  # the dataset's knowledge, not the model, is at fault
+        result.status, result.error = "unscored", "knowledge_invalid"
+        result.reasons.append(f"knowledge_invalid: {error.message}")
     except Exception as error:
         result.status, result.error = "unscored", "chat_error"
         result.reasons.append(f"chat_error: {type(error).__name__}: {error}")
@@ -540,24 +487,34 @@ async def run_cases(
     on_result: ResultCallback | None = None,
     strategy: str | None = None,
     prices: Mapping[str, Any] | None = None,
+    knowledge: Sequence[str] | None = None,
 ) -> list[CaseResult]:
-    """Every case against every provider, at most ``concurrency`` at a time, in input order.
+    """Every case against every provider (and knowledge mode), at most ``concurrency`` at a
+    time, in input order.
 
     ``on_result`` is called with each result as its case finishes (a progress bar, a live table);
     an exception it raises ends the run. ``strategy`` and ``prices`` are :func:`run_case`'s.
+    ``knowledge``: the recall modes to run every case with (:data:`KNOWLEDGE_MODES`; ``None``:
+    once, as the settings say); with more than one, each provider's label names the mode
+    (``offline [hybrid]``), a report column each.
     """
     semaphore = asyncio.Semaphore(max(1, concurrency))
+    modes: list[str | None] = list(knowledge) if knowledge else [None]
 
+    runs: list[tuple[Any, str, str | None]] = []
     labels: list[str] = []
     for provider in providers:
         base = _label(provider, provider_config)
-        label, number = str(base), 1
-        while label in labels:
-            number += 1
-            label = f"{base}#{number}"
-        labels.append(label)
+        for mode in modes:
+            named = f"{base} [{mode}]" if len(modes) > 1 else str(base)
+            label, number = named, 1
+            while label in labels:
+                number += 1
+                label = f"{named}#{number}"
+            labels.append(label)
+            runs.append((provider, label, mode))
 
-    async def one(case: Case, provider: Any, label: str) -> CaseResult:
+    async def one(case: Case, provider: Any, label: str, mode: str | None) -> CaseResult:
         async with semaphore:
             result = await run_case(
                 case,
@@ -568,14 +525,11 @@ async def run_cases(
                 label=label,
                 strategy=strategy,
                 prices=prices,
+                knowledge=mode,
             )
         if on_result is not None:
             on_result(result)
         return result
 
-    jobs = [
-        one(case, provider, label)
-        for provider, label in zip(providers, labels, strict=True)
-        for case in cases
-    ]
+    jobs = [one(case, provider, label, mode) for provider, label, mode in runs for case in cases]
     return list(await asyncio.gather(*jobs))

@@ -25,6 +25,7 @@ from .durable import (
     TurnsHandler,
 )
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
+from .knowledge import DEFAULT_IMPORT_BYTES, knowledge_routes
 from .mcp import MCPBridge, MCPHandler, MCPMissingHandler, mcp_installed
 from .sessions import ChatRuntime
 from .sse import StreamHandler
@@ -63,6 +64,11 @@ class GMChat(ExtensionApp):
     )
     chat_settings = Dict(config=True, help="Any other chat settings, over the file's.")
     max_body_bytes = Int(64 * 1024, config=True, help="Largest accepted request body.")
+    max_import_bytes = Int(
+        DEFAULT_IMPORT_BYTES,
+        config=True,
+        help="Largest accepted knowledge import (YAML), which may hold many entries.",
+    )
     keepalive_seconds = Float(
         15.0, config=True, help="Silence after which an SSE stream sends a keep-alive comment."
     )
@@ -139,6 +145,7 @@ class GMChat(ExtensionApp):
                     common,
                 ),
                 (prefix + "/usage/?", UsageHandler, common),
+                *knowledge_routes(prefix, common, max_import_bytes=self.max_import_bytes),
                 (prefix + "/ws", ChatSocket, common),
                 self._mcp_route(common),
             ]

@@ -106,6 +106,7 @@ class ChatRuntime:
         self.settings = settings
         self.owner = owner  # see actor_for
         self._permission = _resolve_permission(settings.permission)
+        self._permission_takes_action = _takes_action(self._permission)
         # A store that cannot be opened (read-only, not a database, damaged) keeps the routes:
         # they answer 503 naming the problem until it is fixed.
         self.store = open_store(settings, store, open_later=True)
@@ -182,12 +183,18 @@ class ChatRuntime:
         """The actor for a Jupyter user on this server."""
         return actor_for(user, self.owner)
 
-    def allowed(self, user: Any, request: Any) -> bool:
-        """The ``permission`` setting's verdict; a hook that raises denies."""
+    def allowed(self, user: Any, request: Any, action: str | None = None) -> bool:
+        """The ``permission`` setting's verdict; a hook that raises denies. With ``action``
+        (``"knowledge_write_shared"``) a hook that takes an ``action`` keyword is asked
+        ``hook(user, request, action=action)``; one that does not has already answered for the
+        request itself, which got this far: yes."""
         if self._permission is None:
             return True
+        if action is not None and not self._permission_takes_action:
+            return True
         try:
-            verdict = self._permission(user, request)
+            extra = {} if action is None else {"action": action}
+            verdict = self._permission(user, request, **extra)
         except Exception:
             log.exception("the gmchat permission hook raised; denying")
             return False
@@ -464,6 +471,22 @@ class ChatRuntime:
 def _log_connect_failure(future: concurrent.futures.Future[Project]) -> None:
     if not future.cancelled() and future.exception() is not None:
         log.error("gmchat could not connect its project: %s", future.exception())
+
+
+def _takes_action(hook: Callable[..., Any] | None) -> bool:
+    """Whether a ``permission`` hook can be asked about an ``action`` (a keyword of that name, or
+    ``**kwargs``)."""
+    if hook is None:
+        return False
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):  # a callable whose signature cannot be read: not asked
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "action" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        for p in parameters
+    )
 
 
 def _resolve_permission(value: Callable[..., Any] | str | None) -> Callable[..., Any] | None:

@@ -27,12 +27,13 @@ from ..core.events import ChatEvent, Error, StreamReset, TextChunk, ToolResult, 
 from ..core.session.evidence import evidence_row, planned_ids
 from ..core.turns import new_turn_id
 from .charts import chart_answer, chart_library
+from .knowledge import KNOWLEDGE_TYPES, knowledge_answer
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
 from .tables import ResultTable
 
 if TYPE_CHECKING:
-    from ..chat import Chat
+    from ..chat import Chat, Turn
     from ..core.session import ChatSession
 
 __all__ = ["ChatWidget"]
@@ -62,6 +63,8 @@ class ChatWidget(anywidget.AnyWidget):
         self.namespace = namespace if namespace is not None else _user_namespace()
         self.turns: list[dict[str, Any]] = []
         self.tables: dict[str, ResultTable] = {}
+        # The chat's Turn of each finished turn by its index here (Save as verified query).
+        self.chat_turns: dict[int, Turn] = {}
         self.sent_messages = 0
         self.sent_bytes = 0
         self._task: asyncio.Task[None] | None = None
@@ -117,6 +120,8 @@ class ChatWidget(anywidget.AnyWidget):
             self._chart(message)
         elif kind == "chart_library":
             self._post(chart_library())
+        elif kind in KNOWLEDGE_TYPES:
+            self._spawn(self._knowledge(message))
         elif kind == "new_conversation":
             self._spawn(self._new_conversation())
         elif kind == "list_conversations":
@@ -126,6 +131,7 @@ class ChatWidget(anywidget.AnyWidget):
         elif kind == "clear":
             self.turns.clear()
             self.tables.clear()
+            self.chat_turns.clear()
             self.transcript = []
             self._positions.settled = False  # the views' cursors describe turns now gone
             self._spawn(self._snapshot())
@@ -221,6 +227,7 @@ class ChatWidget(anywidget.AnyWidget):
             record["running"] = False
             turn = self.chat.turns[-1] if self.chat.turns else None
             if turn is not None and turn.question == record["question"]:
+                self.chat_turns[int(record["index"])] = turn
                 record["usage"] = turn.usage
                 planned = planned_ids(record["events"])
                 record["evidence"] = [
@@ -421,10 +428,14 @@ class ChatWidget(anywidget.AnyWidget):
             }
         )
 
+    async def _knowledge(self, message: dict[str, Any]) -> None:
+        self._post(await knowledge_answer(self.chat, message, self.chat_turns))
+
     async def _new_conversation(self) -> None:
         await self.chat.new_conversation()
         self.turns.clear()
         self.tables.clear()
+        self.chat_turns.clear()
         self.transcript = []
         self._positions.settled = False
         await self._snapshot()
@@ -439,6 +450,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.chat.turns.clear()
         self.turns = _turns_from_history(session.history())
         self.tables.clear()
+        self.chat_turns.clear()
         self.transcript = [_summary(item) for item in self.turns]
         self._positions.settled = False
         await self._snapshot()

@@ -28,6 +28,27 @@ Front end -> kernel (``type`` and fields):
   answered with ``chart_library``, or ``error`` ``charts_unavailable`` when it was not built.
 * ``new_conversation``, ``list_conversations``, ``open_conversation`` {conversation_id},
   ``clear`` — conversation controls.
+* Knowledge (:mod:`gmchat_nb.widget.knowledge`, through ``Chat.knowledge`` as the chat's user).
+  Each carries ``request``, an id of the view's choosing that its answer echoes; each is
+  answered with one ``knowledge`` message. Entries are named by ``entry_id`` (not ``id``, as
+  ``call_id`` above); ``confirm_flagged`` (true) saves an entry the data scorer flagged, after
+  the person confirmed it.
+
+  * ``knowledge_list`` {request, kind?, status?, search?} — the entries this user may see,
+    oldest first; answered with ``items``.
+  * ``knowledge_save_turn`` {request, turn, name, question?, scope?, confirm_flagged?} —
+    **Save as verified query**: the finished turn ``turn`` (its index in the view)'s successful
+    queries (and its chart) as a verified query; ``question`` defaults to what was asked,
+    ``scope`` to ``shared``. A turn the kernel no longer holds (shown again from history,
+    cleared) is ``not_found``.
+  * ``knowledge_add`` {request, kind, name?, question?, calls?, scope?, term?, text?,
+    confirm_flagged?} — ``verified_query`` (name, question, calls ``[{tool, arguments}]``,
+    scope), ``definition`` (term, or name; text) or ``note`` (text).
+  * ``knowledge_update`` {request, entry_id, name?, question?, term?, text?, scope?,
+    confirm_flagged?} — a verified query's name and question, a definition's term and text, a
+    note's text; checked again as a new entry would be.
+  * ``knowledge_remove`` {request, entry_id} — forget the entry (row, full-text entry, vector).
+  * ``knowledge_accept`` {request, entry_id, scope?} — a suggestion becomes active.
 
 Kernel -> front end:
 
@@ -62,7 +83,21 @@ Kernel -> front end:
 * ``chart_library`` {source} — the chart library (Vega, Vega-Lite, vega-embed) as ES module text
   (``static/charts.js``, built by frontend/build.mjs beside chat.js), which the view imports from
   a Blob URL; sent only when asked, so chat.js stays small.
+* ``knowledge`` {request, items?: [Entry], entry?: Entry, removed?: entry_id,
+  error?: {code, message, existing}} — the answer to a knowledge request: what was listed,
+  written or removed, or why not. ``error.code`` is ``invalid``, ``not_compiling``,
+  ``duplicate`` (``existing``: the id of the entry with the same content, which ``message``
+  names), ``flagged`` (send again with ``confirm_flagged`` once the person confirms),
+  ``forbidden`` (a shared entry this user may not write), ``not_found``, or ``failed``. An
+  Entry is ``gmchat_nb.core.knowledge.entry_json``'s: {id, kind, name, status, scope, owner,
+  created_by, created_at, updated_at; question, calls, verified_by, verified_at for a verified
+  query; text (and term) for a definition or note; flags?, stale_reason?}.
 * ``error`` {message, code}
+
+A turn's events include ``recall`` {items: [{kind, id, name, score}]} first when recall is on
+(empty ``items``: nothing relevant; the view shows "Recalled 2 verified queries, 1 definition",
+or "Nothing recalled"), and its ``done`` carries ``trusted`` {id, name} when the answer re-ran a
+recalled verified query (the view shows "Verified query: <name>").
 
 A Turn record: {index, question, events: [...], answer, usage, error: {code, message}|null,
 tables: [Table], evidence: [Evidence], orchestration: {...}|null, running: bool} (``orchestration``:
@@ -94,6 +129,8 @@ snapshot (gmchat_nb/widget/replay.py and frontend/src/replay.ts say why and how)
 
 from __future__ import annotations
 
+from .knowledge import KNOWLEDGE_TYPES
+
 __all__ = ["BATCH_CHARACTERS", "BATCH_SECONDS", "FRONT_END_TYPES", "PAGE_SIZE"]
 
 BATCH_SECONDS = 0.04
@@ -113,5 +150,6 @@ FRONT_END_TYPES = frozenset(
         "clear",
         "chart_request",
         "chart_library",
+        *KNOWLEDGE_TYPES,
     }
 )

@@ -65,6 +65,8 @@ SPEC_DEFAULTS: dict[str, Any] = {
         redact_fields=("password", "secret", "token", "key", "credential"),
     ),
     "project": "demo",
+    "project_id": None,
+    "knowledge": "on",
     "exposed_managers": None,
     "store": None,
     "hooks": {},

@@ -1,6 +1,7 @@
 """The front end's pure parts (markdown rendering and sanitization in a jsdom document, replay
 bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom,
-the header's cost and context gauge),
+the header's cost and context gauge, knowledge: the recall step, the trusted label, the save
+form, the knowledge view and the panel's knowledge requests),
 tested with node's own runner against the built modules; and the built modules themselves,
 which must be what the TypeScript sources in ``frontend/`` build to today."""
 
@@ -35,6 +36,7 @@ def node() -> str:
         "test_guard_display.mjs",
         "test_charts.mjs",
         "test_usage.mjs",
+        "test_knowledge.mjs",
     ],
 )
 def test_the_front_end_helpers(script: str) -> None:

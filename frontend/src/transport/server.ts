@@ -23,6 +23,8 @@
  *   `GET conversations/{id}/turns/{turn}/chart?call_id=…&mark=…` and hands the answer back as
  *   `chart_options` (a refusal too, so the table's pickers show it). A finished turn's evidence comes from `GET conversations/{id}/turns/{turn}/evidence`;
  *   without that route the evidence is built from the events, without GraphQL or code.
+ * - Knowledge requests go to the `knowledge/` routes (server-knowledge.ts); **Save as verified
+ *   query** names the turn by its conversation and turn id.
  *
  * A server without the turns route (an older gmchat_nb: a 404 that is not the route's JSON) is read
  * as before: the journal's end from the events route's `409 cursor_ahead` for a cursor past any
@@ -44,6 +46,7 @@ import type {
   TableSort,
   TurnRecord,
 } from "../protocol";
+import { knowledgeOverHttp } from "./server-knowledge";
 import { SseParser } from "./sse";
 import type { Transport } from "./transport";
 
@@ -281,6 +284,13 @@ export class ServerTransport implements Transport {
         return this.connect(msg.conversation_id, true);
       case "clear":
         return this.clear();
+      case "knowledge_list":
+      case "knowledge_save_turn":
+      case "knowledge_add":
+      case "knowledge_update":
+      case "knowledge_remove":
+      case "knowledge_accept":
+        return this.emit(await knowledgeOverHttp(this.fetcher, msg, (index) => this.turnAt(index)));
       default:
         return undefined;
     }
@@ -801,6 +811,12 @@ export class ServerTransport implements Transport {
       const turn = this.newTurn(turnId, Number.POSITIVE_INFINITY);
       this.emit({ type: "turn_start", turn: { index: turn.index, question: turn.question, events: [], running: true } });
     });
+  }
+
+  /** Where the view's turn `index` is on the server (an ended turn of the conversation shown). */
+  private turnAt(index: number): { conversationId: string; turnId: string } | null {
+    const turn = [...this.turns.values()].find((t) => t.index === index);
+    return turn && turn.ended && this.conversationId ? { conversationId: this.conversationId, turnId: turn.turnId } : null;
   }
 
   private runningTurn(): TurnState | null {

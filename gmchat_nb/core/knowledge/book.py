@@ -168,6 +168,9 @@ class KnowledgeBook:
         draft = Draft(record.kind, record.name, record.body, record.calls, wanted)
         _check_scope(draft)
         stored, vector = self._prepared(draft, confirm_flagged=confirm_flagged, status="active")
+        twin = self._twin(stored.content_hash, other_than=record.id)
+        if twin is not None:  # checked before the suggestion goes, so a refusal keeps it
+            raise _duplicate(twin)
         self.remove(record.id)
         existing = self.store.add_knowledge(stored, vector)
         if existing is not None:
@@ -204,14 +207,7 @@ class KnowledgeBook:
         prepared, vector = self._prepared(
             draft, confirm_flagged=confirm_flagged, status=record.status
         )
-        twin = next(
-            (
-                other
-                for other in self.store.knowledge_entries(self.project_key, self.owner)
-                if other.content_hash == prepared.content_hash and other.id != record.id
-            ),
-            None,
-        )
+        twin = self._twin(prepared.content_hash, other_than=record.id)
         if twin is not None:
             raise _duplicate(twin)
         now = self._clock()
@@ -314,6 +310,17 @@ class KnowledgeBook:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _twin(self, content_hash: str, *, other_than: str) -> KnowledgeRecord | None:
+        """The entry this person sees with the same content, other than ``other_than``."""
+        return next(
+            (
+                other
+                for other in self.store.knowledge_entries(self.project_key, self.owner)
+                if other.content_hash == content_hash and other.id != other_than
+            ),
+            None,
+        )
+
     def _may_write(self, record: KnowledgeRecord) -> None:
         if record.scope == "shared" and not self.may_share:
             raise KnowledgeError(
@@ -325,7 +332,8 @@ class KnowledgeBook:
     def _prepared(
         self, draft: Draft, *, confirm_flagged: bool, status: str = "active"
     ) -> tuple[KnowledgeRecord, bytes | None]:
-        _check_scope(draft)
+        if status != "suggested":  # a suggestion is its owner's until accepted, whatever kind
+            _check_scope(draft)
         if draft.scope == "shared" and not self.may_share and status != "suggested":
             raise KnowledgeError("forbidden", "you may not write shared knowledge")
         if draft.kind == "verified_query":
@@ -372,6 +380,7 @@ class KnowledgeBook:
             return []
         query = self.vectors.embed([text[:4000]])[0]
         return _VECTORS.search(
+            self.store,
             (self.project_key, self.owner),
             self.store.knowledge_version(self.project_key),
             lambda: self.store.knowledge_vectors(self.project_key, self.owner),

@@ -29,6 +29,7 @@ from ..providers.base import Message
 from ..store import KnowledgeRecord
 from ..toolcalls import ReferenceCall
 from .book import KnowledgeBook
+from .checking import calls_problem
 from .terms import overlap, search_terms
 
 __all__ = [
@@ -113,10 +114,14 @@ class Recalled:
         return Message("system", recall_text(data))
 
 
-def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled:
+def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled | None:
     """The entries relevant to ``question`` (``mode``: :data:`MODES`; ``hybrid`` without the
-    embedding model is ``keyword``)."""
-    if mode == "off" or not question.strip():
+    embedding model is ``keyword``); ``None`` when there is nothing to recall from: recall is
+    off, or the project has no knowledge at all (a turn then looks as it did before knowledge
+    existed: no ``recall`` event, no search, no embedding)."""
+    if mode == "off" or book.store.knowledge_version(book.project_key)[0] == 0:
+        return None
+    if not question.strip():
         return Recalled()
     terms = search_terms(question)
     rankings: list[list[str]] = []
@@ -150,6 +155,8 @@ def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled
         record = records[entry_id]
         if record.status != "active":
             continue
+        if record.kind == "verified_query" and calls_problem(book.project, record.calls):
+            continue  # this session's project does not expose what it reads (a hidden manager)
         size = len(record.name) + len(record.body) + len(json.dumps(record.calls))
         if spent + size > MAX_CHARACTERS and entries:
             continue

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -82,15 +83,22 @@ def from_bytes(data: bytes) -> np.ndarray:
 
 
 class VectorCache:
-    """One matrix of the vectors a reader may see in a project, rebuilt when the project's
-    version mark changes (an entry added, changed or removed by any process)."""
+    """One matrix of the vectors a reader may see in a project of a store, rebuilt when the
+    project's version mark changes (an entry added, changed or removed by any process).
+
+    Matrices are kept per store object (weakly: they go with the store), because two stores of
+    one process may hold the same project and reader with the same version mark (an eval's
+    in-memory stores, a test's): a key of names alone would answer one from the other's ids."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._matrices: dict[tuple[str, str], tuple[Any, list[str], np.ndarray]] = {}
+        self._stores: weakref.WeakKeyDictionary[
+            object, dict[tuple[str, str], tuple[Any, list[str], np.ndarray]]
+        ] = weakref.WeakKeyDictionary()
 
     def search(
         self,
+        store: object,
         key: tuple[str, str],
         version: Any,
         load: Callable[[], list[tuple[str, bytes]]],
@@ -99,9 +107,10 @@ class VectorCache:
         limit: int,
         minimum: float,
     ) -> list[tuple[str, float]]:
-        """The ``limit`` ids most similar to ``query`` with a cosine of at least ``minimum``."""
+        """The ``limit`` ids most similar to ``query`` with a cosine of at least ``minimum``
+        among the vectors ``load`` reads from ``store`` for ``key`` (project, reader)."""
         with self._lock:
-            cached = self._matrices.get(key)
+            cached = self._stores.get(store, {}).get(key)
         if cached is None or cached[0] != version:
             pairs = [(i, v) for i, v in load() if len(v) == DIMENSIONS * 4]
             ids = [entry_id for entry_id, _ in pairs]
@@ -112,9 +121,10 @@ class VectorCache:
             )
             cached = (version, ids, matrix)
             with self._lock:
-                if len(self._matrices) > 64:
-                    self._matrices.clear()
-                self._matrices[key] = cached
+                matrices = self._stores.setdefault(store, {})
+                if len(matrices) > 64:
+                    matrices.clear()
+                matrices[key] = cached
         _, ids, matrix = cached
         if not ids:
             return []

@@ -87,14 +87,12 @@ class TurnDriving(SessionTurnIO):
         (``on``: by meaning too when the embedding model is installed)."""
         mode = self.settings.knowledge
         if self.conversation_id is not None:
-            record = self.store.conversation(self.conversation_id)
-            if record is not None and record.knowledge:
-                mode = record.knowledge
+            mode = self.store.conversation_knowledge(self.conversation_id) or mode
         return "hybrid" if mode == "on" else mode
 
     def _recall(self, user_texts: Sequence[str]) -> Recalled | None:
         """What the knowledge holds for the user's own words of this turn (``None``: recall is
-        off, and no ``recall`` event is sent)."""
+        off or the project has no knowledge, and no ``recall`` event is sent)."""
         mode = self.recall_mode()
         if mode == "off":
             return None

@@ -10,15 +10,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...charts import Table
+from .conversation import Call
 from .prose import describe_filter, humanize, manager_noun, row_text
 from .question import MAX_QUESTION_CHARS
-from .reading import Reading
+from .reading import RESULT_LIMIT, Reading
 
 __all__ = [
     "LONG_QUESTION_NOTE",
     "OPINION_REFUSAL",
     "WRITE_REFUSAL",
     "answer_text",
+    "query_answer",
     "write_refusal",
 ]
 
@@ -108,3 +111,31 @@ def answer_text(
     if result.get("complete") is False and not has_more:
         text += " The server's answer may not be complete, so there may be more."
     return text
+
+
+def query_answer(call: Call) -> str:
+    """The answer from one ``query`` call whose arguments came from elsewhere (a planned turn's
+    plan, a recalled verified query): no search or schema came before it, so the query's own
+    arguments say what its rows are."""
+    row = str(call.args.get("manager") or "")
+    if not call.ok or not isinstance(call.result, dict):
+        return f"The query on {row} failed: {call.error_message}"
+    named = [name for name in call.args.get("fields") or () if isinstance(name, str)]
+    filters = call.args.get("filters")
+    reading = Reading()
+    rows = Table(item for item in call.result.get("data") or () if isinstance(item, dict))
+    reading.dates = frozenset(name for name, kind in rows.kinds.items() if kind == "temporal")
+    order = call.args.get("order_by")
+    if isinstance(order, list) and order and isinstance(order[0], str):
+        reading.order = (order[0].removeprefix("-"), order[0].startswith("-"))
+    limit = call.args.get("limit")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        reading.limit = min(limit, RESULT_LIMIT)
+    return answer_text(
+        row,
+        call.result,
+        dict(filters) if isinstance(filters, dict) else {},
+        named[0] if named else "id",
+        named[1:],
+        reading,
+    )

@@ -14,7 +14,16 @@ from ...charts.tool import CHART
 from ...project.tools import TOOLS
 from ..base import Message
 
-__all__ = ["Call", "Turn", "is_probe", "read_turn"]
+__all__ = ["ID_PREFIX", "Call", "Turn", "call_id", "is_probe", "read_turn"]
+
+ID_PREFIX = (
+    "offline-"  # the provider's tool-call ids: offline-1, offline-2, ... across a conversation
+)
+
+
+def call_id(number: int) -> str:
+    """The id of the conversation's ``number``-th tool call."""
+    return f"{ID_PREFIX}{number}"
 
 
 @dataclass(frozen=True, slots=True)

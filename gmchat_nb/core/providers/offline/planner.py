@@ -11,11 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...charts import Table
 from ...charts.tool import CHART
 from ...project.names import clip
 from ...project.tools import TOOLS
-from .answers import LONG_QUESTION_NOTE, OPINION_REFUSAL, answer_text, write_refusal
+from .answers import (
+    LONG_QUESTION_NOTE,
+    OPINION_REFUSAL,
+    answer_text,
+    query_answer,
+    write_refusal,
+)
 from .charting import (
     ChartAsk,
     asks_for_chart,
@@ -24,12 +29,12 @@ from .charting import (
     chart_sentence,
     chart_words,
 )
-from .conversation import Call, Turn
+from .conversation import Turn
 from .filters import build_filters
 from .grouping import group_starts, is_to_one
 from .locating import relation_paths, value_probes
 from .question import OPINION_QUESTION, WRITE_REQUEST
-from .reading import RESULT_LIMIT, QuestionReader, Reading
+from .reading import QuestionReader
 from .schemas import label_field, schema_fields
 from .words import REFERENCE_WORDS, STOPWORDS, is_number, word_forms
 
@@ -81,7 +86,7 @@ class Planner(QuestionReader):
         search = self.turn.rounds.get("search")
         final = self.turn.rounds.get("final")
         if search is None and self.answering and final is not None:
-            return self._answer_from_query(final[-1])
+            return Step(text=query_answer(final[-1]))
         if search is None:
             return Step(calls=[(TOOLS.search_managers.name, {"query": self.question})])
         if not search[0].ok:
@@ -255,31 +260,4 @@ class Planner(QuestionReader):
             chart = chart_args(self.question, self.tokens, outcome.result, reading.group)
             if chart is not None:
                 return Step(calls=[(CHART.name, chart)])
-        return Step(text=text)
-
-    def _answer_from_query(self, call: Call) -> Step:
-        """A planned answer whose plan named the query (no search or schema came before it): the
-        query's own arguments say what its rows are."""
-        row = str(call.args.get("manager") or "")
-        if not call.ok or not isinstance(call.result, dict):
-            return Step(text=f"The query on {row} failed: {call.error_message}")
-        named = [name for name in call.args.get("fields") or () if isinstance(name, str)]
-        filters = call.args.get("filters")
-        reading = Reading()
-        rows = Table(item for item in call.result.get("data") or () if isinstance(item, dict))
-        reading.dates = frozenset(name for name, kind in rows.kinds.items() if kind == "temporal")
-        order = call.args.get("order_by")
-        if isinstance(order, list) and order and isinstance(order[0], str):
-            reading.order = (order[0].removeprefix("-"), order[0].startswith("-"))
-        limit = call.args.get("limit")
-        if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-            reading.limit = min(limit, RESULT_LIMIT)
-        text = answer_text(
-            row,
-            call.result,
-            dict(filters) if isinstance(filters, dict) else {},
-            named[0] if named else "id",
-            named[1:],
-            reading,
-        )
         return Step(text=text)

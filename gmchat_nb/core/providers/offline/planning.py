@@ -60,8 +60,13 @@ def _numeric_field(question: str, candidate: Mapping[str, Any]) -> str | None:
     return None
 
 
-def offline_plan(question: str, candidates: list[dict[str, Any]]) -> dict[str, Any]:
-    """The plan for ``question`` (see the module docstring)."""
+def offline_plan(
+    question: str,
+    candidates: list[dict[str, Any]],
+    recalled: tuple[dict[str, Any], dict[str, Any] | None] | None = None,
+) -> dict[str, Any]:
+    """The plan for ``question`` (see the module docstring); ``recalled``: the query and chart
+    of a recalled verified query that fits it, which the plan names as they are."""
     if WRITE_REQUEST.search(question):
         return {"intent": "mutation", "tasks": []}
     rows: dict[str, Any] = {
@@ -71,9 +76,11 @@ def offline_plan(question: str, candidates: list[dict[str, Any]]) -> dict[str, A
     }
     requirements: list[dict[str, Any]] = [rows]
     row = candidates[0] if candidates and isinstance(candidates[0], Mapping) else {}
-    charted = chart_plan(question, candidates)
+    charted = recalled if recalled is not None else chart_plan(question, candidates)
     if charted is not None:
-        rows["query"], rows["chart"] = charted
+        rows["query"] = charted[0]
+        if charted[1] is not None:
+            rows["chart"] = charted[1]
         manager = charted[0]["manager"]
         row = next(
             (c for c in candidates if isinstance(c, Mapping) and c.get("manager") == manager), row

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from ..base import (
@@ -17,13 +18,12 @@ from ..base import (
     ToolCallEvent,
     ToolDefinition,
 )
-from .conversation import read_turn
+from .conversation import ID_PREFIX, call_id, read_turn
 from .planner import REQUIRED_TOOLS, Planner, Step
 from .planning import offline_plan, reference_of
+from .recalled import Road, planned_recall, verified_road
 
 __all__ = ["ID_PREFIX", "OfflineProvider"]
-
-ID_PREFIX = "offline-"
 
 
 class OfflineProvider(BaseLLMProvider):
@@ -45,18 +45,23 @@ class OfflineProvider(BaseLLMProvider):
         # synthesis): it reads them as its own; a step that needs more says nothing.
         answering = not tools
         offered = frozenset(REQUIRED_TOOLS) if answering else frozenset(t.name for t in tools)
-        step = (
-            Planner(turn, offered, answering=answering).step()
-            if turn is not None
-            else Step(text="Ask me a question about the project's data.")
-        )
+        road = Road() if turn is None or answering else verified_road(messages, turn, offered)
+        if turn is not None and road.rest is not None:  # the recalled query failed: plan anew
+            rest = read_turn(road.rest)
+            turn = replace(rest, next_id=turn.next_id) if rest is not None else turn
+        if road.step is not None:
+            step = road.step
+        elif turn is not None:
+            step = Planner(turn, offered, answering=answering).step()
+        else:
+            step = Step(text="Ask me a question about the project's data.")
         if answering and step.calls:
             yield DoneEvent(TokenUsage(0, 0), finish_reason="stop")
             return
         if step.calls:
             next_id = turn.next_id if turn is not None else 1
             for offset, (name, args) in enumerate(step.calls):
-                yield ToolCallEvent(f"{ID_PREFIX}{next_id + offset}", name, args)
+                yield ToolCallEvent(call_id(next_id + offset), name, args)
             yield DoneEvent(TokenUsage(0, 0), finish_reason="tool_calls")
             return
         yield TextChunkEvent(step.text)
@@ -73,4 +78,6 @@ class OfflineProvider(BaseLLMProvider):
         if name != "plan":
             raise ProviderError(f"the offline provider answers only plan requests, not {name!r}")
         question, candidates = reference_of(messages)
-        return StructuredReply(offline_plan(question, candidates))
+        return StructuredReply(
+            offline_plan(question, candidates, planned_recall(question, messages))
+        )
