@@ -28,15 +28,26 @@ from gmchat_nb.core.knowledge.entries import content_hash
 from gmchat_nb.core.project.project import Project
 from gmchat_nb.core.store import KnowledgeRecord
 
-__all__ = ["READER", "Corpus", "Question", "Vocabulary", "generate", "questions", "vocabulary"]
+__all__ = [
+    "READER",
+    "Corpus",
+    "Question",
+    "Vocabulary",
+    "batches",
+    "generate",
+    "questions",
+    "vocabulary",
+]
 
 READER: Final = "alice"
 OTHERS: Final = tuple(f"user{n:02d}" for n in range(50))
 ENTRIES_PER_TEAM: Final = 15
-_ONSETS: Final = "b br d dr f g gr k kl l m n p pr r s st t tr v z".split()
-_VOWELS: Final = "a e i o u ai ei ou".split()
-_CODAS: Final = "x n r s l nt rk sk nd lm".split()
-_ENDINGS: Final = "a o i is us en ar or".split()
+# syllables of the teams' codenames (Karvo, Delunt, ...): words no dictionary has
+_ONSETS: Final = ("b", "br", "d", "dr", "f", "g", "gr", "k", "kl", "l", "m", "n", "p", "pr", "r",
+                  "s", "st", "t", "tr", "v", "z")  # fmt: skip
+_VOWELS: Final = ("a", "e", "i", "o", "u", "ai", "ei", "ou")
+_CODAS: Final = ("x", "n", "r", "s", "l", "nt", "rk", "sk", "nd", "lm")
+_ENDINGS: Final = ("a", "o", "i", "is", "us", "en", "ar", "or")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,16 @@ def _codenames(count: int, rng: random.Random) -> list[str]:
 
 
 Slots = dict[str, Any]
+_STOCK: Final[list[Any]] = ["name", "quantity"]
+_ORDERS: Final[list[Any]] = ["number", "orderDate", "quantity"]
+
+
+def _query(manager: str, fields: list[Any], **filters: Any) -> list[dict[str, Any]]:
+    """A verified query's calls: one ``query``."""
+    arguments = {"manager": manager, "fields": fields, "filters": filters}
+    return [{"tool": "query", "arguments": arguments}]
+
+
 # (name, question paraphrases, the calls) per verified query template; {team} etc. are slots
 _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any]]]]]] = [
     (
@@ -92,8 +113,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "{team} team: what {material} parts do we stock?",
             "list the {material} components {team} uses, with quantity on hand",
         ],
-        lambda s: [_query("Part", ["name", "quantity", {"material": ["name"]}],
-                          {"material__name": s["material"]})],  # fmt: skip
+        lambda s: _query("Part", [*_STOCK, {"material": ["name"]}], material__name=s["material"]),
     ),
     (
         "{team} suppliers in {country}",
@@ -102,7 +122,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "{team}'s vendors located in {country}",
             "suppliers from {country} that the {team} group works with",
         ],
-        lambda s: [_query("Supplier", ["name", "country"], {"country": s["country"]})],
+        lambda s: _query("Supplier", ["name", "country"], country=s["country"]),
     ),
     (
         "{team} parts from {supplier}",
@@ -111,8 +131,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "parts supplied by {supplier} for the {team} team",
             "what do we source from {supplier} for {team}, and how many are in stock",
         ],
-        lambda s: [_query("Part", ["name", "quantity", {"supplier": ["name"]}],
-                          {"supplier__name": s["supplier"]})],  # fmt: skip
+        lambda s: _query("Part", [*_STOCK, {"supplier": ["name"]}], supplier__name=s["supplier"]),
     ),
     (
         "{team} {status} projects",
@@ -121,7 +140,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "{team}: projects whose status is {status}, with start dates",
             "list {team}'s {status} engineering projects",
         ],
-        lambda s: [_query("Project", ["name", "startDate"], {"status": s["status"]})],
+        lambda s: _query("Project", ["name", "startDate"], status=s["status"]),
     ),
     (
         "{team} urgent orders over {number}",
@@ -130,8 +149,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "{team} rush orders larger than {number} units",
             "urgent orders of more than {number} pieces raised by {team}",
         ],
-        lambda s: [_query("PurchaseOrder", ["number", "orderDate", "quantity"],
-                          {"urgent": True, "quantity__gt": s["number"]})],  # fmt: skip
+        lambda s: _query("PurchaseOrder", _ORDERS, urgent=True, quantity__gt=s["number"]),
     ),
     (
         "{team} low stock under {number}",
@@ -140,7 +158,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "{team}: parts running low, under {number} on hand",
             "components {team} should reorder because stock is below {number}",
         ],
-        lambda s: [_query("Part", ["name", "quantity"], {"quantity__lt": s["number"]})],
+        lambda s: _query("Part", _STOCK, quantity__lt=s["number"]),
     ),
     (
         "{team} parts of {project}",
@@ -149,8 +167,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "bill of materials of {project} as {team} tracks it",
             "{team}: the components in project {project} with their quantities",
         ],
-        lambda s: [_query("Project", ["name", {"parts": ["name", "quantity"]}],
-                          {"name": s["project"]})],  # fmt: skip
+        lambda s: _query("Project", ["name", {"parts": _STOCK}], name=s["project"]),
     ),
     (
         "{team} orders of {part}",
@@ -159,8 +176,7 @@ _VERIFIED: Final[list[tuple[str, list[str], Callable[[Slots], list[dict[str, Any
             "How often did the {team} team order {part}?",
             "{team} order history for {part}, dates and quantities",
         ],
-        lambda s: [_query("PurchaseOrder", ["number", "orderDate", "quantity"],
-                          {"part__name": s["part"]})],  # fmt: skip
+        lambda s: _query("PurchaseOrder", _ORDERS, part__name=s["part"]),
     ),
 ]
 _DEFINITIONS: Final = [
@@ -185,11 +201,6 @@ _NOTES: Final = [
 ]  # fmt: skip
 
 
-def _query(manager: str, fields: list[Any], filters: dict[str, Any]) -> dict[str, Any]:
-    return {"tool": "query", "arguments": {"manager": manager, "fields": fields,
-                                           "filters": filters}}  # fmt: skip
-
-
 @dataclass(frozen=True, slots=True)
 class Question:
     """A question recall is timed on; ``target``: the entry it paraphrases (specific ones)."""
@@ -208,8 +219,11 @@ class Corpus:
     paraphrases: dict[str, str]  # entry id -> a question it answers, in other words
 
 
-def generate(project_key: str, vocab: Vocabulary, count: int, *, seed: int = 7) -> Corpus:
-    """``count`` distinct entries of ``project_key``, deterministic for a seed."""
+def generate(
+    project_key: str, vocab: Vocabulary, count: int, *, reader: str = READER, seed: int = 7
+) -> Corpus:
+    """``count`` distinct entries of ``project_key`` (``reader``: the person recall is timed
+    for), deterministic for a seed."""
     rng = random.Random(seed)
     teams = _codenames(max(20, count // ENTRIES_PER_TEAM), rng)
     records: list[KnowledgeRecord] = []
@@ -249,9 +263,9 @@ def generate(project_key: str, vocab: Vocabulary, count: int, *, seed: int = 7) 
             continue
         seen.add(digest)
         if scope == "personal":  # one personal entry in 20 is the reader's
-            owner = READER if rng.random() < 0.05 else rng.choice(OTHERS)
+            owner = reader if rng.random() < 0.05 else rng.choice(OTHERS)
         else:
-            owner = rng.choice((READER, *OTHERS))
+            owner = rng.choice((reader, *OTHERS))
         status = rng.choices(("active", "suggested", "stale"), (90, 7, 3))[0]
         clock += 1.0
         record = KnowledgeRecord(
@@ -273,7 +287,7 @@ def generate(project_key: str, vocab: Vocabulary, count: int, *, seed: int = 7) 
             stale_reason="Unknown field" if status == "stale" else None,
         )
         records.append(record)
-        if status == "active" and (scope == "shared" or record.owner == READER):
+        if status == "active" and (scope == "shared" or record.owner == reader):
             paraphrases[record.id] = other
     return Corpus(records, paraphrases)
 

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, TextIO
@@ -32,6 +33,7 @@ from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
 from .core.project.tools import TOOLS
 from .core.toolcalls import EXECUTE, STAGES, CallScope, ToolCallPipeline, UnknownStage
+from .core.turns import StoreUnavailableError
 
 __all__ = ["TerminalChat", "ask_and_summarize", "for_terminal", "main", "orchestration_lines"]
 
@@ -323,8 +325,8 @@ def _ask(options: argparse.Namespace) -> int:
         return asyncio.run(run())
     except (ChatConfigurationError, ValueError) as error:
         return _usage(str(error))
-    except (ConnectionError, ImportError) as error:
-        print(f"gmchat: {error}", file=sys.stderr)
+    except (ConnectionError, ImportError, StoreUnavailableError, sqlite3.Error) as error:
+        print(f"gmchat: {error}", file=sys.stderr)  # the project or the store is out of reach
         return EXIT_FAILURE
 
 

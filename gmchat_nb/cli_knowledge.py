@@ -15,10 +15,8 @@ Every sub-command takes ``--project``, ``--config`` and ``--store`` as ``gmchat 
     gmchat knowledge export [--as-eval] [--output FILE]
     gmchat knowledge check [--json]
 
-``--calls`` is a JSON list of ``{"tool", "arguments"}`` calls (the import format's), one such
-call, or a ``query`` call's arguments alone (``{"manager": "Part", ...}``); ``@FILE`` reads the
-same from a file, in JSON or YAML. ``add`` and ``import`` take ``--confirm-flagged`` for an
-entry the injection scorer flags.
+``--calls``: JSON calls (``[{"tool", "arguments"}]``), one call, or a query's arguments alone;
+``@FILE`` reads them from a file (JSON or YAML). See docs/knowledge.md.
 
 Exit status: 0 done; 1 ``check`` found a stale verified query, or no such entry (``show``,
 ``remove``, ``accept``), or the project or store could not be reached; 2 the request was refused
@@ -32,6 +30,7 @@ import argparse
 import asyncio
 import json
 import re
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,9 @@ from .core.knowledge import (
     person_of,
 )
 from .core.knowledge.yaml_io import dump, read, read_file
+from .core.project.tools import TOOLS
 from .core.session.actor import Actor
+from .core.turns import StoreUnavailableError
 
 __all__ = ["add_knowledge_parser", "add_user_option", "knowledge", "user_actor"]
 
@@ -142,8 +143,8 @@ def knowledge(options: argparse.Namespace) -> int:
         return asyncio.run(_with_book(options, actor, action))
     except (ChatConfigurationError, ValueError) as error:
         return _usage(str(error))
-    except (ConnectionError, ImportError, OSError) as error:
-        print(f"gmchat: {error}", file=sys.stderr)
+    except (ConnectionError, ImportError, OSError, StoreUnavailableError, sqlite3.Error) as error:
+        print(f"gmchat: {error}", file=sys.stderr)  # the project or the store is out of reach
         return EXIT_FAILURE
 
 
@@ -182,9 +183,9 @@ async def _with_book(options: argparse.Namespace, actor: Actor, action: Action) 
 
 def _refused(error: KnowledgeError, options: argparse.Namespace) -> int:
     hint = " (with --confirm-flagged)" if error.code == "flagged" else ""
-    where = f"knowledge {options.action}"
-    if options.action == "import":
-        where += f" {options.file}"
+    where = f"knowledge {options.action}" + (
+        f" {options.file}" if options.action == "import" else ""
+    )
     print(f"gmchat: {where}: {error.message}{hint} [{error.code}]", file=sys.stderr)
     return EXIT_FAILURE if error.code == "not_found" else EXIT_USAGE
 
@@ -368,7 +369,7 @@ def calls_option(value: str) -> Any:
         except ValueError as error:
             raise KnowledgeError("invalid", f"--calls is not valid JSON: {error}") from None
     if isinstance(calls, dict):
-        calls = [calls if "tool" in calls else {"tool": "query", "arguments": calls}]
+        calls = [calls if "tool" in calls else {"tool": TOOLS.query.name, "arguments": calls}]
     return calls
 
 

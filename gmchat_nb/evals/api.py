@@ -21,13 +21,21 @@ from .report import (
     summary_frame,
     write_trace,
 )
-from .runner import CaseResult, ResultCallback, run_cases
+from .runner import KNOWLEDGE_MODES, CaseResult, ResultCallback, run_cases
 from .trajectory import trajectory_frame
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EvalResults", "compare", "compare_async", "run", "run_async", "select_cases"]
+__all__ = [
+    "EvalResults",
+    "compare",
+    "compare_async",
+    "knowledge_modes",
+    "run",
+    "run_async",
+    "select_cases",
+]
 
 
 @dataclass
@@ -185,6 +193,25 @@ class EvalResults:
         return self.report(timings=False)
 
 
+def knowledge_modes(value: str | Sequence[str] | None) -> list[str] | None:
+    """The recall modes a run compares, checked: ``"off,hybrid"`` or a list of modes
+    (``ValueError`` naming a mode that is not one); ``None`` for the settings' own."""
+    if value is None:
+        return None
+    modes = value.split(",") if isinstance(value, str) else list(value)
+    modes = [str(mode).strip() for mode in modes if str(mode).strip()]
+    if not modes:
+        raise ValueError("knowledge needs one or more modes: " + ", ".join(KNOWLEDGE_MODES))
+    for mode in modes:
+        if mode not in KNOWLEDGE_MODES:
+            raise ValueError(
+                f"unknown knowledge mode {mode!r}; one of {', '.join(KNOWLEDGE_MODES)}"
+            )
+    if len(set(modes)) != len(modes):
+        raise ValueError(f"knowledge mode named twice: {', '.join(modes)}")
+    return modes
+
+
 def _count_text(value: float) -> str:
     return f"{value:,.0f}"
 
@@ -201,6 +228,8 @@ def select_cases(
         cases = list(dataset)
     elif isinstance(dataset, list) and dataset and isinstance(dataset[0], Mapping):
         cases = parse_cases(dataset, "inline")
+    elif isinstance(dataset, Mapping):  # {cases, knowledge}: a dataset with its knowledge
+        cases = parse_cases(dataset, "inline", Path.cwd())
     else:
         paths = resolve_datasets(dataset)
         if not paths:
@@ -228,6 +257,7 @@ async def compare_async(
     on_result: ResultCallback | None = None,
     strategy: str | None = None,
     prices: Mapping[str, Any] | None = None,
+    knowledge: str | Sequence[str] | None = None,
 ) -> EvalResults:
     """Run the selected cases against every provider (see :func:`compare`)."""
     cases = select_cases(dataset, tier=tier, tags=tags)
@@ -244,6 +274,7 @@ async def compare_async(
         on_result=on_result,
         strategy=strategy,
         prices=prices,
+        knowledge=knowledge_modes(knowledge),
     )
     labels = list(dict.fromkeys(r.provider for r in results)) or [str(p) for p in providers]
     return EvalResults(results, labels)
@@ -278,8 +309,11 @@ def run(dataset: Any = None, provider: Any = "offline", **options: Any) -> EvalR
     ``provider_config``, ``strategy`` (``"legacy"``, the default, or ``"planned"``: planned
     orchestration; a case's own ``strategy`` key wins), ``prices`` (the chat's ``prices``
     setting, ``{label or model: {input, output, ...}}`` in USD per million tokens: what the
-    turns' costs use where genai-prices has no price, or another one) and ``on_result`` (called
-    with each :class:`CaseResult` as its case finishes, e.g. to drive a progress bar).
+    turns' costs use where genai-prices has no price, or another one), ``knowledge`` (the recall
+    mode, ``"off"``, ``"keyword"`` or ``"hybrid"``, or several to compare them, a column each;
+    default the settings' ``knowledge``) and ``on_result`` (called with each
+    :class:`CaseResult` as its case finishes, e.g. to drive a progress bar). ``dataset`` may be
+    a mapping of ``cases`` and ``knowledge``, as a dataset file may.
     """
     return _sync(run_async(dataset, provider, **options))  # type: ignore[no-any-return]
 

@@ -10,7 +10,9 @@ Exit status:
 * 2 -- the run could not start: bad options (a ``--provider-config`` that is not KEY=VALUE, a
   negative budget, a ``--prices`` file that is not the ``prices`` setting), an unknown dataset,
   an empty selection, a provider spec that cannot be constructed with its settings, a
-  ``--project`` that cannot be opened, or an output file that cannot be written.
+  ``--project`` that cannot be opened, an unknown ``--knowledge`` mode, a dataset's knowledge
+  the project refuses (a call that does not compile), or an output file that cannot be
+  written.
 
 The report goes to stdout. On a terminal, a progress bar over the cases goes to stderr; it is left
 out when stderr is not a terminal (CI logs, pipes, tests).
@@ -90,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("legacy", "planned"),
         help="how cases run: the tool loop (legacy) or planned orchestration (planner, "
         "executors, synthesizer); a case's own 'strategy' key wins (default legacy)",
+    )
+    parser.add_argument(
+        "--knowledge",
+        metavar="MODE[,MODE...]",
+        help="recall before each turn: off, keyword or hybrid; comma-separated to compare "
+        "modes, a column each (default: the settings' knowledge). A dataset's 'knowledge' is "
+        "loaded in every mode",
     )
     parser.add_argument("--tier", type=int, help="only cases of this tier")
     parser.add_argument("--tag", action="append", default=[], help="required tag (repeatable)")
@@ -195,27 +204,6 @@ def _budgets(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _prices(path: str) -> dict[str, Any]:
-    """The ``--prices`` file's mapping, checked as the ``prices`` setting (ValueError: why not)."""
-    import yaml
-
-    from ..core.settings import load_settings
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ValueError(f"cannot read --prices {path}: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        raise ValueError(f"--prices {path} is not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise ValueError(
-            f"--prices {path} must be a mapping of provider labels or model names to prices "
-            "({input, output, ...} in USD per million tokens)"
-        )
-    load_settings(prices=data)  # ChatConfigurationError (a ValueError) names the key at fault
-    return data
-
-
 def _budget_status(results: EvalResults, max_cost: float | None, max_tokens: int | None) -> int:
     """1 when a case went over its ``budget`` or a provider's run over ``--max-cost`` or
     ``--max-tokens``; stderr says which budget, by how much, and for whom."""
@@ -277,8 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(error))  # usage and the reason on stderr, exit status 2
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    from .api import compare, select_cases
-    from .costs import budget_lines
+    from .api import compare, knowledge_modes, select_cases
+    from .costs import budget_lines, prices_file
     from .dataset import DatasetError
 
     providers = [args.provider]
@@ -290,6 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.concurrency < 1:
         _error("--concurrency must be at least 1")
         return EXIT_USAGE
+    try:
+        modes = knowledge_modes(args.knowledge)
+    except ValueError as error:
+        _error(f"--knowledge: {error}")
+        return EXIT_USAGE
     budget_problem = _budgets(args)
     if budget_problem:
         _error(budget_problem)
@@ -297,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prices = None
     if args.prices:
         try:
-            prices = _prices(args.prices)
+            prices = prices_file(args.prices)
         except ValueError as error:
             _error(str(error))
             return EXIT_USAGE
@@ -339,6 +332,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Exception as error:  # unreachable URL, unknown demo or exposed name: say which
             _error(f"cannot open the project {project}: {error}")
             return EXIT_USAGE
+    if any(case.knowledge is not None for case in cases):
+        from .knowledge import check_knowledge
+
+        problem = asyncio.run(check_knowledge(cases, project, exposed))
+        if problem:
+            _error(problem)
+            return EXIT_USAGE
     outputs = [Path(p) for p in (args.trace_jsonl, args.report_html, args.record_to) if p]
     for path in outputs:
         try:  # truncated at the start (as GeneralManager does), so a bad path costs no run
@@ -368,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 on_result=on_result,
                 strategy=args.strategy,
                 prices=prices,
+                knowledge=modes,
             )
         finally:
             if close is not None:

@@ -13,7 +13,8 @@ Budgets: a case's ``budget: {max_cost_usd, max_tokens}`` is its ``Budget`` verdi
 (:func:`judge_budget`); a run's ``--max-cost`` and ``--max-tokens`` hold each provider's run of
 the cases (:func:`run_budget_problems`). Tokens are input plus output (cache reads and writes are
 part of the input, reasoning part of the output). **An unknown cost fails a cost budget**: a gate
-that could not price what it ran has not shown that it stayed within its budget.
+that could not price what it ran has not shown that it stayed within its budget. Prices a run
+adds come from a ``--prices`` file (:func:`prices_file`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.providers.base import TokenUsage
@@ -43,6 +45,7 @@ __all__ = [
     "cost_rows",
     "judge_budget",
     "money_text",
+    "prices_file",
     "provider_cost",
     "run_budget_problems",
     "unpriced_reason",
@@ -362,3 +365,24 @@ def cost_frame(results: Sequence[CaseResult]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=COST_COLUMNS)
+
+
+def prices_file(path: str) -> dict[str, Any]:
+    """The ``--prices`` file's mapping, checked as the ``prices`` setting (ValueError: why not)."""
+    import yaml
+
+    from ..core.settings import load_settings
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"cannot read --prices {path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"--prices {path} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"--prices {path} must be a mapping of provider labels or model names to prices "
+            "({input, output, ...} in USD per million tokens)"
+        )
+    load_settings(prices=data)  # ChatConfigurationError (a ValueError) names the key at fault
+    return data

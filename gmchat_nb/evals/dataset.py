@@ -32,8 +32,7 @@ import yaml
 from ..core.charts import AGGREGATES, MARKS
 from ..core.digest import digest
 from ..core.knowledge import KnowledgeError
-from ..core.knowledge.book import drafts_of  # type: ignore[attr-defined]  # not in its __all__ yet
-from ..core.knowledge.yaml_io import read_file
+from ..core.knowledge.yaml_io import drafts_of, read_file
 
 __all__ = [
     "Budget",
@@ -523,15 +522,20 @@ def dataset_dir() -> Path:
 # Datasets only the planned strategy answers (numbers computed by the engine); like
 # GeneralManager's planned_orchestration, "all datasets" leaves them out and they run by name.
 PLANNED_ONLY_DATASETS = ("calculations",)
+# Datasets that measure knowledge: paraphrases of verified queries their own ``knowledge``
+# saved, read with --knowledge modes side by side. They run by name too, so "all datasets"
+# keeps measuring the assistant without knowledge.
+KNOWLEDGE_DATASETS = ("knowledge_paraphrases",)
 
 
 def resolve_datasets(names: Sequence[str | Path] | str | Path | None = None) -> list[Path]:
     """Dataset files: names under :func:`dataset_dir` or paths; ``None`` means all of them but
-    :data:`PLANNED_ONLY_DATASETS`."""
+    :data:`PLANNED_ONLY_DATASETS` and :data:`KNOWLEDGE_DATASETS`."""
     base = dataset_dir()
     if names is None:
         every = sorted(base.glob("*.yaml")) + sorted(base.glob("*.yml"))
-        return [path for path in every if path.stem not in PLANNED_ONLY_DATASETS]
+        by_name = (*PLANNED_ONLY_DATASETS, *KNOWLEDGE_DATASETS)
+        return [path for path in every if path.stem not in by_name]
     if isinstance(names, str | Path):
         names = [names]
     paths = []

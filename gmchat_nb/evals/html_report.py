@@ -2,7 +2,9 @@
 
 It holds what the text reports hold: the dimension table per provider, the outcomes, the calls
 the project accepted, the right manager and (with timings) the speed, the providers' own
-descriptions, the cost and the cost per passed case ("—" when unknown), the diagnostics, a
+descriptions, the cost and the cost per passed case ("—" when unknown), for a run that names
+knowledge modes what recall did and each case's requests, tool calls, tokens and prompt
+characters, the diagnostics, a
 per-case table (status, requests, tokens, cost, failure category, optionally seconds) and every
 non-passing case with its reasons. Case names, answers and
 reasons come from datasets and models, so every one of them goes through :func:`html.escape`.
@@ -17,6 +19,7 @@ from pathlib import Path
 from .costs import money_text, provider_cost
 from .diagnostics import diagnostics_lines, primary_diagnosis
 from .figures import calls_text, run_figures, speed_text
+from .knowledge import mode_figures, recall_text, trusted_text
 from .report import EVALUATION_CONTRACT, dimension_counts, outcomes, provider_notes, rate_text
 from .runner import CaseResult
 
@@ -80,6 +83,20 @@ def _summary_table(
         for c in costs
     ]
     out.append(f"<tr><th>Cost</th>{''.join(cells)}</tr>")
+    if any(r.knowledge is not None for r in results):
+        modes = [mode_figures(by_provider[p]) for p in providers]
+        cells = [
+            f'<td colspan="3">{_e(m.mode or "settings")}: recalled before {m.recalled_turns} '
+            f"of {m.turns} turns, {m.trusted_turns} trusted answers</td>"
+            for m in modes
+        ]
+        out.append(f"<tr><th>Knowledge</th>{''.join(cells)}</tr>")
+        cells = [
+            f'<td colspan="3">{m.requests:.1f} requests, {m.tool_calls:.1f} tool calls, '
+            f"{m.tokens:,.0f} tokens, {m.prompt_characters:,.0f} prompt characters</td>"
+            for m in modes
+        ]
+        out.append(f"<tr><th>Per case</th>{''.join(cells)}</tr>")
     out.append("</tbody></table>")
     return out
 
@@ -137,7 +154,12 @@ def _failures(results: Sequence[CaseResult], *, several: bool) -> list[str]:
             out.append("</ul>")
         for number, turn in enumerate(r.turns, start=1):
             out.append(f"<p>Turn {number}: {_e(turn.user)}</p>")
+            recalled, trusted = recall_text(turn), trusted_text(turn)
+            if recalled is not None:
+                out.append(f"<p>Recalled: {_e(recalled)}</p>")
             out.append(f"<pre>{_e(turn.answer or '(no answer)')}</pre>")
+            if trusted is not None:
+                out.append(f"<p>{_e(trusted)}</p>")
     return out
 
 

@@ -16,6 +16,7 @@ from .costs import case_cost_lines, cost_line, cost_rows, money_text
 from .diagnostics import diagnostics_lines, next_action_lines, primary_diagnosis
 from .figures import call_counts, figures_lines, percent_text, run_figures
 from .judges import BUDGET, CHARTS, DIMENSIONS, RESULT_SET
+from .knowledge import knowledge_line, knowledge_rows, recall_text, trusted_text
 from .runner import CaseResult
 from .strategy import COUNTED_ROLES, sum_roles
 
@@ -114,6 +115,9 @@ def single_report(
     lines.append(f"Outcomes: {outcomes(results)} ({EVALUATION_CONTRACT})")
     lines.extend(figures_lines(run_figures(results), timings=timings))
     lines.append(cost_line(results))
+    knowledge = knowledge_line(results)
+    if knowledge is not None:
+        lines.append(knowledge)
     lines.extend(guard_lines(results))
     lines.extend(provider_lines(results))
     lines.append("")
@@ -194,6 +198,12 @@ def failure_lines(failed: Sequence[CaseResult], title: str = "Failures:") -> lis
         lines.append(f"  {r.case.name}: {r.case.description}".rstrip(": "))
         lines.append(f"    status: {r.status}")
         lines.extend(f"    {reason}" for reason in r.reasons)
+        for number, turn in enumerate(r.turns, start=1):
+            recalled, trusted = recall_text(turn), trusted_text(turn)
+            if recalled is not None:
+                lines.append(f"    turn {number} recalled: {recalled}")
+            if trusted is not None:
+                lines.append(f"    turn {number} {trusted}")
     return lines
 
 
@@ -231,6 +241,7 @@ def compare_report(
             cells.append(f"{mean:>{width}.1f}")
         lines.append(f"{title:<20}" + "".join(cells))
     lines.extend(cost_rows(by_provider, width))
+    lines.extend(knowledge_rows(by_provider, width))
     if any(r.strategy == "planned" for r in results):
         for role in COUNTED_ROLES:
             cells = []
@@ -391,6 +402,10 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
                 "cost_usd": t.cost_usd,
                 "cost": t.cost,
                 **({"charts": t.charts} if t.charts else {}),  # ours: {intent, spec, marks}
+                # ours, when recall ran: what it found, and the verified query re-run
+                **({"recalled": t.recalled} if t.recalled is not None else {}),
+                **({"trusted": t.trusted} if t.trusted else {}),
+                **({"prompt_characters": t.prompt_characters} if result.knowledge else {}),
             }
             for number, t in enumerate(result.turns, start=1)
         ],
@@ -407,6 +422,7 @@ def trace_record(result: CaseResult, run: Mapping[str, Any] | None = None) -> di
         "cost_usd": result.cost_usd,
         "cost_sources": result.cost_sources,
         "budget": None if case.budget is None else case.budget.to_dict(),
+        **({"knowledge": result.knowledge} if result.knowledge is not None else {}),
         "seconds": round(result.seconds, 4),
         "verdicts": [v.to_dict() for v in result.verdicts],
     }

@@ -5,8 +5,8 @@ into its chat's store, for the run's project and user, before its first question
 compare knowledge modes (``off``, ``keyword``, ``hybrid``: the chat's ``knowledge`` setting), a
 column per provider and mode.
 
-Over 400 lines: running a case, counting its provider requests and reading its trace for
-the judges are one run's work; the trace readers are a table of small functions.
+Over 400 lines: running a case (its knowledge, its provider requests counted) and reading its
+trace for the judges are one run's work; the trace readers are a table of small functions.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .knowledge import recall_text, trusted_text
 from .runner import CaseResult
 
 if TYPE_CHECKING:
@@ -39,12 +40,16 @@ def summarise_result(result: Any) -> str:
 
 
 def trajectory_frame(result: CaseResult) -> pd.DataFrame:
-    """One row per step: the question, each tool call and its result, the answer, any error."""
+    """One row per step: the question, what recall found (when it ran), each tool call and its
+    result, the answer, the verified query it re-ran (when it did), any error."""
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
     for number, turn in enumerate(result.turns, start=1):
         rows.append({"turn": number, "step": "user", "tool": "", "detail": turn.user})
+        recalled = recall_text(turn)
+        if recalled is not None:
+            rows.append({"turn": number, "step": "recall", "tool": "", "detail": recalled})
         results = {str(item.get("id")): item.get("result") for item in turn.tool_results}
         for call in turn.tool_calls:
             rows.append(
@@ -66,6 +71,9 @@ def trajectory_frame(result: CaseResult) -> pd.DataFrame:
                 )
         if turn.answer:
             rows.append({"turn": number, "step": "answer", "tool": "", "detail": turn.answer})
+        trusted = trusted_text(turn)
+        if trusted is not None:
+            rows.append({"turn": number, "step": "trusted", "tool": "", "detail": trusted})
         if turn.error:
             rows.append({"turn": number, "step": "error", "tool": "", "detail": turn.error})
     return pd.DataFrame(rows, columns=["turn", "step", "tool", "detail"])

@@ -25,7 +25,20 @@ from .durable import (
     TurnsHandler,
 )
 from .handlers import ChatHandler, ConfirmHandler, ConversationsHandler
-from .knowledge import DEFAULT_IMPORT_BYTES, knowledge_routes
+from .knowledge import (
+    DEFAULT_IMPORT_BYTES,
+    ENTRY_ID,
+    KnowledgeAcceptHandler,
+    KnowledgeEntryHandler,
+    KnowledgeListHandler,
+)
+from .knowledge_exchange import (
+    ConversationKnowledgeHandler,
+    KnowledgeCheckHandler,
+    KnowledgeExportHandler,
+    KnowledgeFromTurnHandler,
+    KnowledgeImportHandler,
+)
 from .mcp import MCPBridge, MCPHandler, MCPMissingHandler, mcp_installed
 from .sessions import ChatRuntime
 from .sse import StreamHandler
@@ -123,6 +136,7 @@ class GMChat(ExtensionApp):
         prefix = "/" + self.runtime.settings.url.strip("/")
         common = {"runtime": self.runtime, "max_body_bytes": self.max_body_bytes}
         streaming = {**common, "keepalive_seconds": self.keepalive_seconds}
+        importing = {**common, "max_import_bytes": self.max_import_bytes}
         # The trailing slash is optional, so `curl .../gmchat/chat` works as well.
         self.handlers.extend(
             [
@@ -145,7 +159,18 @@ class GMChat(ExtensionApp):
                     common,
                 ),
                 (prefix + "/usage/?", UsageHandler, common),
-                *knowledge_routes(prefix, common, max_import_bytes=self.max_import_bytes),
+                (prefix + "/knowledge/?", KnowledgeListHandler, common),
+                (prefix + "/knowledge/from-turn/?", KnowledgeFromTurnHandler, common),
+                (prefix + "/knowledge/export/?", KnowledgeExportHandler, common),
+                (prefix + "/knowledge/import/?", KnowledgeImportHandler, importing),
+                (prefix + "/knowledge/check/?", KnowledgeCheckHandler, common),
+                (prefix + f"/knowledge/{ENTRY_ID}/?", KnowledgeEntryHandler, common),
+                (prefix + "/knowledge/([^/]+)/accept/?", KnowledgeAcceptHandler, common),
+                (
+                    prefix + "/conversations/([^/]+)/knowledge/?",
+                    ConversationKnowledgeHandler,
+                    common,
+                ),
                 (prefix + "/ws", ChatSocket, common),
                 self._mcp_route(common),
             ]

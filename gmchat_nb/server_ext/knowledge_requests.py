@@ -18,12 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import yaml
-
 from ..core.knowledge import KINDS, Draft, KnowledgeError
 from ..core.knowledge.yaml_io import read
 from ..core.settings.knowledge import KNOWLEDGE_MODES
-from ..core.text import MAX_JSON_DEPTH, json_kind, lone_surrogate_at
+from ..core.text import json_kind, lone_surrogate_at
 
 __all__ = [
     "FromTurn",
@@ -270,29 +268,7 @@ def true_or_false(values: Mapping[str, str], key: str) -> bool:
     return value == "true"
 
 
-def _guard_yaml(text: str) -> None:
-    """Refuse aliases and deep nesting by the YAML's events (the parser keeps a stack of states
-    rather than recursing, so any depth is read safely); syntax errors are left to
-    :func:`~gmchat_nb.core.knowledge.yaml_io.read`, which names their line."""
-    depth = 0
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
-                raise invalid(
-                    f"knowledge YAML may not use aliases (*{event.anchor}); write each entry out"
-                )
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_JSON_DEPTH:
-                    raise invalid(f"knowledge YAML nests more than {MAX_JSON_DEPTH} levels deep")
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    except yaml.YAMLError:
-        return
-
-
 def _yaml(text: str) -> Any:
-    _guard_yaml(text)
     data = read(text)
     check_unicode(data, " in the YAML")
     return data

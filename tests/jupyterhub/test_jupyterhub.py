@@ -1,8 +1,8 @@
 """gmchat_nb on a real JupyterHub: two users whose single-user servers load the extension on one
-PostgreSQL store. Through the hub's proxy each user sees only their own conversations; a user's
-turn survives the hub stopping that user's server — handed over, and taken over by that user's
-next server exactly once — and the other user's server, sweeping the same store all along, never
-touches it."""
+PostgreSQL store. Through the hub's proxy each user sees only their own conversations and
+personal knowledge; a user's turn survives the hub stopping that user's server — handed over,
+and taken over by that user's next server exactly once — and the other user's server, sweeping
+the same store all along, never touches it."""
 
 from __future__ import annotations
 
@@ -135,6 +135,28 @@ def test_each_user_s_turn_lives_on_their_own_servers_only(hub: tuple[Hub, str]) 
         taken = stored.turn(conversation, "alice-1")
         assert taken is not None and ":alice/" in taken.owner  # the owner names the hub user
     assert bob.call("GET", "conversations/").json()["conversations"] == []
+    _personal_knowledge_is_each_user_s_own(alice, bob)
+
+
+def _personal_knowledge_is_each_user_s_own(alice: User, bob: User) -> None:
+    """Through the hub's proxy, on the one store: bob sees alice's shared definition but not
+    her personal note — listed, read, changed or deleted, her note's id is as unknown to him as
+    an id that never existed — and his "delete all mine" deletes his note only."""
+    note = alice.call("POST", "knowledge/", {"kind": "note", "text": "amounts in EUR"})
+    definition = alice.call(
+        "POST", "knowledge/", {"kind": "definition", "term": "active", "text": "status active"}
+    )
+    assert (note.status_code, definition.status_code) == (201, 201)
+    assert note.json()["owner"] == "alice"  # the hub user, whichever surface she uses
+    listed = bob.call("GET", "knowledge/").json()["items"]
+    assert [item["id"] for item in listed] == [definition.json()["id"]]
+    for method, body in (("GET", None), ("PATCH", {"text": "mine"}), ("DELETE", None)):
+        answer = bob.call(method, f"knowledge/{note.json()['id']}", body)
+        assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
+    assert bob.call("POST", "knowledge/", {"kind": "note", "text": "in USD"}).status_code == 201
+    assert bob.call("DELETE", "knowledge/?mine=true").json() == {"removed": 1}
+    left = alice.call("GET", "knowledge/").json()["items"]
+    assert [item["id"] for item in left] == [note.json()["id"], definition.json()["id"]]
 
 
 def _first(user: User, conversation: str, count: int) -> list[dict[str, Any]]:

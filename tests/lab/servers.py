@@ -35,8 +35,9 @@ class JupyterApp:
     """``python -m jupyterlab`` (or ``notebook``) on 127.0.0.1 with a random token.
 
     ``rounds``: the scripted provider's rounds (each conversation plays them from the first);
-    ``chat``: more gmchat settings (``GMChat.chat_settings``); ``gmchat=False``: the server
-    extension disabled, as on a server where it was never enabled.
+    ``provider``: another provider instead (``"offline"``: deterministic answers from the
+    question); ``chat``: more gmchat settings (``GMChat.chat_settings``); ``gmchat=False``: the
+    server extension disabled, as on a server where it was never enabled.
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class JupyterApp:
         *,
         app: str = "jupyterlab",
         rounds: list[dict[str, Any]] | None = None,
+        provider: str | None = None,
         chat: dict[str, Any] | None = None,
         gmchat: bool = True,
         timeout: float = 60,
@@ -90,7 +92,7 @@ class JupyterApp:
             script = base / "rounds.yaml"
             script.write_text(yaml.safe_dump(rounds or [{"text": "Hello."}]))
             config["GMChat"] = {
-                "provider": f"scripted:{script}",
+                "provider": provider or f"scripted:{script}",
                 "project": "demo",
                 "store": str(base / "chat.sqlite3"),
                 "chat_settings": chat or {},

@@ -20,3 +20,12 @@ def raises_on_shared(user: Any, request: Any, **options: Any) -> bool:
     if options.get("action") is not None:
         raise RuntimeError("this hook cannot decide about knowledge")
     return True
+
+
+NO_SHARED_WRITES = "X-Test-No-Shared-Writes"
+
+
+def shares_unless_told_not_to(user: Any, request: Any, action: str | None = None) -> bool:
+    """Every request passes; ``knowledge_write_shared`` unless the request carries
+    :data:`NO_SHARED_WRITES` (one server plays a person who may and one who may not)."""
+    return action != "knowledge_write_shared" or NO_SHARED_WRITES not in request.headers

@@ -276,3 +276,66 @@ async def test_a_dead_server_s_turn_is_taken_over_by_the_survivor(
     finally:
         dying.stop()
         survivor.stop()
+
+
+TITANIUM = {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Titanium"}}
+KNOWING = [{"tool_calls": [{"name": "query", "args": TITANIUM}]}, {"text": "Titanium parts."}] * 5
+
+
+def test_two_users_servers_on_one_store_never_see_each_other_s_personal_knowledge(
+    tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor
+) -> None:
+    """A hub's two users, each on their own server over the one store: each sees the project's
+    shared knowledge and only their own personal entries — listed, read, changed, deleted,
+    recalled — and "delete all mine" deletes only the caller's."""
+    home = tmp_path_factory.mktemp("knowledge")
+    store = store_for(home)
+    alice, bob = (
+        Server(home / name, KNOWING, store=store, owner=name) for name in ("alice", "bob")
+    )
+    try:
+
+        def call(server: Server, method: str, route: str, body: Any = None) -> httpx.Response:
+            url = chat(server) + route
+            return httpx.request(method, url, json=body, headers=AUTH, timeout=60)
+
+        note = call(alice, "POST", "knowledge/", {"kind": "note", "text": "titanium in EUR"})
+        verified = call(alice, "POST", "knowledge/", {
+            "kind": "verified_query", "name": "my titanium", "question": "Titanium parts?",
+            "calls": [{"tool": "query", "arguments": TITANIUM}], "scope": "personal",
+        })  # fmt: skip
+        shared = call(alice, "POST", "knowledge/", {"kind": "definition", "term": "titanium parts",
+                      "text": "parts whose material is titanium"})  # fmt: skip
+        assert [r.status_code for r in (note, verified, shared)] == [201, 201, 201]
+        ids = {name: r.json()["id"] for name, r in zip(("note", "vq", "def"), (note, verified, shared),
+                                                       strict=True)}  # fmt: skip
+        assert note.json()["owner"] == "alice"
+
+        listed = call(bob, "GET", "knowledge/").json()["items"]
+        assert [item["id"] for item in listed] == [ids["def"]]
+        for entry_id in (ids["note"], ids["vq"]):
+            for method, body in (("GET", None), ("PATCH", {"text": "bob's now"}), ("DELETE", None)):
+                refused = call(bob, method, f"knowledge/{entry_id}", body)
+                assert (refused.status_code, refused.json()["code"]) == (404, "not_found")
+        mine = call(bob, "POST", "knowledge/", {"kind": "note", "text": "titanium parts in USD"})
+        assert mine.status_code == 201 and mine.json()["owner"] == "bob"
+
+        bob_turn = call(bob, "POST", "", {"text": "Which titanium parts are there, in EUR?"})
+        recalled = [item["id"] for item in bob_turn.json()["events"][0]["items"]]
+        assert ids["note"] not in recalled and ids["vq"] not in recalled
+        assert mine.json()["id"] in recalled and ids["def"] in recalled
+        alice_turn = call(alice, "POST", "", {"text": "Which titanium parts are there, in EUR?"})
+        recalled = [item["id"] for item in alice_turn.json()["events"][0]["items"]]
+        assert ids["note"] in recalled and mine.json()["id"] not in recalled
+        assert alice_turn.json()["events"][-1]["trusted"] == {
+            "id": ids["vq"],
+            "name": "my titanium",
+        }
+        assert "trusted" not in bob_turn.json()["events"][-1]
+
+        assert call(bob, "DELETE", "knowledge/?mine=true").json() == {"removed": 1}
+        left = [item["id"] for item in call(alice, "GET", "knowledge/").json()["items"]]
+        assert left == [ids["note"], ids["vq"], ids["def"]]
+    finally:
+        alice.stop()
+        bob.stop()

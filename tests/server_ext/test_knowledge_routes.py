@@ -15,7 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from gmchat_nb.core.knowledge import KnowledgeBook, person_of
+from gmchat_nb.core.knowledge import KnowledgeBook
 from gmchat_nb.core.knowledge.entries import Draft
 
 from . import knowledge_hooks
@@ -384,7 +384,7 @@ async def test_two_users_never_see_or_touch_each_other_s_personal_entries(
             assert refusal["message"] == unknown["message"].replace("k-0000000000000000", entry_id)
         refused(await bob("POST", f"knowledge/{entry_id}/accept"), 404, "not_found")
     status, exported = await bob("GET", "knowledge/export", raw=True)
-    assert "titanium" not in exported and "active project" in exported
+    assert status == 200 and "titanium" not in exported and "active project" in exported
 
     # bob's turns recall the shared definition, never alice's note or personal verified query
     conversation = await bob.conversation()
@@ -410,7 +410,7 @@ async def test_two_users_never_see_or_touch_each_other_s_personal_entries(
     bobs = (await bob("POST", "knowledge/", {"kind": "note", "text": "bob likes tables"}))[1]
     assert await bob("DELETE", "knowledge/?mine=true") == (200, {"removed": 1})
     refused(await bob("GET", f"knowledge/{bobs['id']}"), 404, "not_found")
-    status, still = await alice("GET", "knowledge/")
+    _, still = await alice("GET", "knowledge/")
     assert {item["id"] for item in still["items"]} == {note["id"], mine["id"], shared["id"]}
 
 

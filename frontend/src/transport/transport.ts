@@ -1,7 +1,9 @@
 /**
  * The transport: how a chat view talks to what drives it. The view sends `ClientMessage`s and
  * receives `ServerMessage`s (gmchat_nb/widget/protocol.py) and never sees what carries them: the
- * anywidget comm to the kernel (`comm.ts`) today, the Jupyter server's HTTP routes tomorrow.
+ * anywidget comm to the kernel (`comm.ts`) or the Jupyter server's HTTP routes (`server.ts`).
+ * Knowledge requests (`knowledge_*`) travel the same way; each is answered with one `knowledge`
+ * message carrying its `request` id.
  */
 
 import type { ClientMessage, ServerMessage } from "../protocol";

@@ -253,30 +253,39 @@ class KnowledgeBook:
         )
 
     def import_data(self, data: Any, *, confirm_flagged: bool = False) -> ImportReport:
-        """Import the YAML format's mapping (:mod:`.yaml_io` reads the text): every entry is
+        """Import the YAML format's mapping (:mod:`.yaml_io` reads the text): every new entry is
         checked first and the import is all or nothing; an entry whose content is already
-        stored is skipped and reported."""
+        stored (or earlier in the file) is skipped and reported with the id that holds it."""
         drafts = drafts_of(data)
-        prepared = []
+        # what is stored already is skipped before it is checked: importing your own export
+        # changes nothing, even when it holds an entry a person confirmed as flagged
+        holder = {
+            content: twin.id
+            for content, twin in self.store.knowledge_with_hashes(
+                self.project_key, self.owner, (draft.hash for draft in drafts)
+            ).items()
+        }
+        fresh: dict[str, tuple[KnowledgeRecord, bytes | None]] = {}
         for draft in drafts:
+            if draft.hash in holder or draft.hash in fresh:
+                continue
             try:
-                prepared.append(self._prepared(draft, confirm_flagged=confirm_flagged))
+                fresh[draft.hash] = self._prepared(draft, confirm_flagged=confirm_flagged)
             except KnowledgeError as error:
                 raise KnowledgeError(
                     error.code, f"{draft.kind} {draft.name!r}: {error.message}"
                 ) from None
-        unique: dict[str, tuple[KnowledgeRecord, bytes | None]] = {}
-        for record, vector in prepared:
-            unique.setdefault(record.content_hash, (record, vector))
-        skipped = self.store.add_knowledge_many(list(unique.values()))
-        kept = {twin.content_hash for twin in skipped}
-        added = [record for record, _ in unique.values() if record.content_hash not in kept]
-        report = [(twin.name, twin.id) for twin in skipped]
-        report += [
-            (record.name, unique[record.content_hash][0].id)
-            for record, _ in prepared
-            if unique[record.content_hash][0] is not record
-        ]
+        twins = self.store.add_knowledge_many(list(fresh.values()))  # stored meanwhile: skipped
+        late = {twin.content_hash for twin in twins}
+        holder.update((twin.content_hash, twin.id) for twin in twins)
+        added = [record for content, (record, _) in fresh.items() if content not in late]
+        report: builtins.list[tuple[str, str]] = []
+        for draft in drafts:
+            record = fresh.get(draft.hash, (None, None))[0]
+            if record is not None and draft.hash not in holder:
+                holder[draft.hash] = record.id  # this copy is the one stored; later ones skip
+                continue
+            report.append((draft.name, holder[draft.hash]))
         return ImportReport(added, report)
 
     def export_data(self, *, status: str = "active") -> dict[str, Any]:
@@ -290,21 +299,25 @@ class KnowledgeBook:
         no longer compiles is marked stale (never recalled), one that compiles again is active
         again. Returns the stale ones with the compiler's reason."""
         stale: builtins.list[StaleEntry] = []
+        hidden = self.project.index.hidden_names
         for record in self.store.knowledge_entries(
             self.project_key, self.owner, kinds=["verified_query"], statuses=["active", "stale"]
         ):
+            if any(hidden.mentioned_in(str(c["arguments"].get("manager"))) for c in record.calls):
+                # this connection hides what it reads: not the schema's drift, and not this
+                # session's to judge for the project's other users (recall leaves it out here)
+                continue
             problem = calls_problem(self.project, record.calls)
             if problem:
                 stale.append(StaleEntry(record.id, record.name, problem))
             wanted = "stale" if problem else "active"
             if wanted != record.status or (problem or None) != record.stale_reason:
+                changes: dict[str, Any] = {"status": wanted, "stale_reason": problem or None}
+                if wanted != record.status:  # moves the version mark the cached vectors follow
+                    changes["updated_at"] = max(self._clock(), record.updated_at)
                 # marking is not an edit: it is written whoever may edit the entry
                 self.store.update_knowledge(
-                    self.project_key,
-                    record.owner,
-                    record.id,
-                    may_share=True,
-                    changes={"status": wanted, "stale_reason": problem or None},
+                    self.project_key, record.owner, record.id, may_share=True, changes=changes
                 )
         return stale
 
@@ -333,7 +346,7 @@ class KnowledgeBook:
         self, draft: Draft, *, confirm_flagged: bool, status: str = "active"
     ) -> tuple[KnowledgeRecord, bytes | None]:
         if status != "suggested":  # a suggestion is its owner's until accepted, whatever kind
-            _check_scope(draft)
+            _check_scope(draft, status)
         if draft.scope == "shared" and not self.may_share and status != "suggested":
             raise KnowledgeError("forbidden", "you may not write shared knowledge")
         if draft.kind == "verified_query":
@@ -401,10 +414,11 @@ def screen(draft: Draft) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-def _check_scope(draft: Draft) -> None:
+def _check_scope(draft: Draft, status: str = "active") -> None:
     if draft.kind == "note" and draft.scope != "personal":
         raise KnowledgeError("invalid", "a note is personal")
-    if draft.kind == "definition" and draft.scope != "shared":
+    # a suggestion stays its suggester's until a person accepts it, whatever its kind
+    if draft.kind == "definition" and draft.scope != "shared" and status != "suggested":
         raise KnowledgeError("invalid", "a definition is shared with the project")
 
 

@@ -19,11 +19,13 @@ become the turn's reference calls, so an answer that re-runs it is marked truste
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..guards.recalled import RECALL_MARK, RECALL_TOOL, recall_message, recall_text, recalled_in
+from ..project.project import Project
 from ..project.tools import TOOLS
 from ..providers.base import Message
 from ..store import KnowledgeRecord
@@ -155,7 +157,7 @@ def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled
         record = records[entry_id]
         if record.status != "active":
             continue
-        if record.kind == "verified_query" and calls_problem(book.project, record.calls):
+        if record.kind == "verified_query" and not _compiles(book.project, record.calls):
             continue  # this session's project does not expose what it reads (a hidden manager)
         size = len(record.name) + len(record.body) + len(json.dumps(record.calls))
         if spent + size > MAX_CHARACTERS and entries:
@@ -165,6 +167,21 @@ def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled
         if len(entries) == MAX_ITEMS:
             break
     return Recalled(entries)
+
+
+# whether a project compiles a verified query's calls, by their JSON: a project's schema is
+# fixed, and compiling each recalled one again cost a tenth of a recall's CPU
+_COMPILED: weakref.WeakKeyDictionary[Project, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _compiles(project: Project, calls: list[dict[str, Any]]) -> bool:
+    known = _COMPILED.setdefault(project, {})
+    key = json.dumps(calls, sort_keys=True)
+    if key not in known:
+        if len(known) >= 4096:
+            known.clear()
+        known[key] = calls_problem(project, calls) is None
+    return known[key]
 
 
 def _relevant(terms: Sequence[str], record: KnowledgeRecord) -> bool:

@@ -19,12 +19,46 @@ from .entries import Draft, KnowledgeError
 __all__ = ["drafts_of", "dump", "export_mapping", "read", "read_file"]
 
 MAX_BYTES = 5_000_000
+# libyaml's safe dumper when PyYAML was built with it (several times faster on a large
+# export), else PyYAML's own: the same documents either way. Reading stays with PyYAML's own
+# loader, whose errors are the ones named here (libyaml refuses a lone surrogate's escape as
+# bad YAML, where the import names the entry that holds it).
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+MAX_DEPTH = 32  # an entry nests a few levels (calls, arguments, filters); more is not knowledge
+
+
+def _guard(text: str) -> None:
+    """Refuse aliases (``*name``: a few lines of YAML that become gigabytes once walked) and
+    nesting deeper than :data:`MAX_DEPTH`, by the parser's events (it keeps a stack of states
+    rather than recursing, so any depth is read safely); syntax errors are :func:`read`'s."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise KnowledgeError(
+                    "invalid",
+                    f"knowledge YAML may not use aliases (*{event.anchor}); write each entry out",
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise KnowledgeError(
+                        "invalid", f"knowledge YAML nests more than {MAX_DEPTH} levels deep"
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return
 
 
 def read(text: str) -> Any:
-    """The mapping a YAML text holds (``KnowledgeError("invalid")`` for text that is not YAML)."""
+    """The mapping a YAML text holds (``KnowledgeError("invalid")`` for text that is not YAML,
+    or that uses aliases or nests too deep)."""
     if len(text) > MAX_BYTES:
         raise KnowledgeError("invalid", f"knowledge YAML is larger than {MAX_BYTES} bytes")
+    _guard(text)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -45,7 +79,7 @@ def read_file(path: str | Path) -> Any:
 
 def dump(data: Any) -> str:
     """YAML text of an export mapping (keys in the format's order, Unicode kept)."""
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=100)
 
 
 _SECTIONS = {"verified_queries": "verified_query", "definitions": "definition", "notes": "note"}

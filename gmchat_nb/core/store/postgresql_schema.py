@@ -174,6 +174,11 @@ CREATE TABLE IF NOT EXISTS knowledge (
 );
 CREATE INDEX IF NOT EXISTS knowledge_by_project ON knowledge (project, status, kind);
 CREATE INDEX IF NOT EXISTS knowledge_by_hash ON knowledge (project, content_hash);
+CREATE TABLE IF NOT EXISTS knowledge_versions (
+    project TEXT PRIMARY KEY,
+    entries BIGINT NOT NULL,
+    version BIGINT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS knowledge_words ON knowledge USING GIN (words)
 """
 

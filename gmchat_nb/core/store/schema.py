@@ -19,7 +19,8 @@ the ``scope`` of the servers that may take them over, the ``lease_expires_at`` t
 process renews, and the ``committed_sequence`` their stored messages cover. Version 6 adds
 ``usage_records`` (a table only): one row per model request, its tokens, latency and cost.
 Version 7 adds ``knowledge`` (verified queries, definitions and notes, each scoped by project
-and owner) and its full-text index ``knowledge_fts``, and gives conversations their ``project`` and
+and owner), its full-text index ``knowledge_fts`` and ``knowledge_versions`` (each project's count
+of entries and a number its writes raise), and gives conversations their ``project`` and
 ``knowledge`` (recall switched for one conversation)."""
 
 _SCHEMA: Final = """
@@ -158,6 +159,11 @@ CREATE TABLE IF NOT EXISTS knowledge (
 );
 CREATE INDEX IF NOT EXISTS knowledge_by_project ON knowledge (project, status, kind);
 CREATE INDEX IF NOT EXISTS knowledge_by_hash ON knowledge (project, content_hash);
+CREATE TABLE IF NOT EXISTS knowledge_versions (
+    project TEXT PRIMARY KEY,
+    entries INTEGER NOT NULL,
+    version INTEGER NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5 (
     name, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );

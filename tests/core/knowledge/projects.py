@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gmchat_nb.core.knowledge import KnowledgeBook
+from gmchat_nb.core.knowledge import KnowledgeBook, recall
 from gmchat_nb.core.project import Project
 from gmchat_nb.core.project.demo import build_demo, demo_spec
 from gmchat_nb.core.project.executor import LocalExecutor
@@ -58,3 +58,13 @@ def query(
     if filters:
         arguments["filters"] = filters
     return {"tool": "query", "arguments": arguments}
+
+
+def recalled(book: KnowledgeBook, question: str, mode: str) -> list[dict[str, Any]]:
+    """The ``recall`` event's items for ``question`` (none when the project keeps nothing)."""
+    found = recall(book, question, mode)
+    return [] if found is None else found.items
+
+
+def recalled_ids(book: KnowledgeBook, question: str, mode: str) -> list[str]:
+    return [item["id"] for item in recalled(book, question, mode)]

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gmchat_nb.core.knowledge import KnowledgeBook, recall
+from gmchat_nb.core.knowledge import KnowledgeBook
 from gmchat_nb.core.knowledge.terms import search_terms
 from gmchat_nb.core.knowledge.vectors import embedder
 from gmchat_nb.core.project import Project
 from gmchat_nb.core.store import ChatStore
 
-from .projects import book_of, query
+from .projects import book_of, query, recalled, recalled_ids
 
 QUESTION = "Which parts are made of titanium?"
 
@@ -38,13 +38,13 @@ def test_a_removed_entry_is_found_by_neither_search(book: KnowledgeBook) -> None
     other = book.add_definition("active project", "a project whose status is active or planned")
     assert found(book, QUESTION) == ({entry.id}, {entry.id})
     for mode in ("keyword", "hybrid"):
-        assert [item["id"] for item in recall(book, QUESTION, mode).items] == [entry.id]
+        assert recalled_ids(book, QUESTION, mode) == [entry.id]
 
     book.remove(entry.id)
 
     assert found(book, QUESTION) == (set(), set())
     for mode in ("keyword", "hybrid"):
-        assert recall(book, QUESTION, mode).items == []
+        assert recalled(book, QUESTION, mode) == []
     assert [r.id for r in book.list()] == [other.id]  # the rest stays
     assert found(book, "active projects") == ({other.id}, {other.id})
 
@@ -92,3 +92,16 @@ def test_two_stores_in_one_process_never_mix_their_vectors(tmp_path: Path, demo:
             hits = book.vector_search(text, limit=5, minimum=0.3)
             found_in.append(([entry_id for entry_id, _ in hits], entry.id))
     assert [hits for hits, _ in found_in] == [[entry_id] for _, entry_id in found_in]
+
+
+def test_an_entry_active_again_is_found_by_meaning_again(book: KnowledgeBook) -> None:
+    """A verified query marked stale (by a check against another schema) and active again (its
+    schema is back) is searched by meaning again: its status change reaches the cached vectors."""
+    entry = book.add_verified_query("titanium parts", QUESTION, [query(material__name="Titanium")])
+    marked = book.store.update_knowledge(
+        book.project_key, "alice", entry.id, may_share=True, changes={"status": "stale"}
+    )
+    assert marked and found(book, QUESTION) == (set(), set())
+    assert book.check() == []  # it compiles against this schema: active again
+    assert book.get(entry.id).status == "active"
+    assert found(book, QUESTION) == ({entry.id}, {entry.id})

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from gmchat_nb.core.knowledge import KnowledgeBook, KnowledgeError, recall
+from gmchat_nb.core.knowledge import KnowledgeBook, KnowledgeError
 from gmchat_nb.core.project import Project
 from gmchat_nb.core.store import ChatStore
 
-from .projects import book_of, query
+from .projects import book_of, query, recalled, recalled_ids
 
 TITANIUM = [query(material__name="Titanium")]
 
@@ -41,12 +41,11 @@ def test_a_personal_entry_is_its_owners_alone(alice: KnowledgeBook, bob: Knowled
         assert str(error.value) == f"no knowledge entry {hidden.id!r}"
     for mode in ("keyword", "hybrid"):
         asked = "Which titanium parts do we have, in EUR?"
-        assert {i["id"] for i in recall(alice, asked, mode).items} >= {note.id, mine.id}
-        assert {i["id"] for i in recall(bob, asked, mode).items} == {shared.id}
+        assert set(recalled_ids(alice, asked, mode)) >= {note.id, mine.id}
+        assert set(recalled_ids(bob, asked, mode)) == {shared.id}
     # the vector search, asked for everything it holds, holds only what each may see
-    everything = {"limit": 10, "minimum": -1.0}
-    assert {i for i, _ in bob.vector_search("titanium", **everything)} == {shared.id}
-    assert {i for i, _ in alice.vector_search("titanium", **everything)} == {
+    assert {i for i, _ in bob.vector_search("titanium", limit=10, minimum=-1.0)} == {shared.id}
+    assert {i for i, _ in alice.vector_search("titanium", limit=10, minimum=-1.0)} == {
         note.id,
         mine.id,
         shared.id,
@@ -115,5 +114,5 @@ def test_another_projects_knowledge_is_not_this_ones(store: ChatStore, demo: Pro
     assert here.list() == []
     with pytest.raises(KnowledgeError):
         here.get(entry.id)
-    assert recall(here, "Which active projects are there?", "keyword").items == []
+    assert recalled(here, "Which active projects are there?", "keyword") == []
     assert here.remove_mine() == 0 and [r.id for r in there.list()] == [entry.id]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from gmchat_nb.core.knowledge import KnowledgeBook, recall
+from gmchat_nb.core.knowledge import KnowledgeBook
 from gmchat_nb.core.knowledge.terms import search_terms
 from gmchat_nb.core.knowledge.vectors import embedder
 from gmchat_nb.core.project import Project
 from gmchat_nb.core.store import ChatStore
 
-from .projects import book_of, query
+from .projects import book_of, query, recalled, recalled_ids
 
 # text that means nothing here, written to break a query language
 HOSTILE = [
@@ -96,7 +96,7 @@ def test_hostile_text_never_errors_and_recalls_nothing(
     book: KnowledgeBook, kept: dict[str, str], mode: str
 ) -> None:
     for text in HOSTILE:
-        assert recall(book, text, mode).items == [], text[:40]
+        assert recalled(book, text, mode) == [], text[:40]
         book.store.search_knowledge_words(book.project_key, "alice", search_terms(text), limit=5)
         book.list(search=text)
 
@@ -106,9 +106,9 @@ def test_operators_around_relevant_words_recall_only_what_is_relevant(
     book: KnowledgeBook, kept: dict[str, str], mode: str
 ) -> None:
     for text in TOPICAL:
-        recalled = {item["id"] for item in recall(book, text, mode).items}
+        recalled = set(recalled_ids(book, text, mode))
         assert recalled <= {kept["titanium"]}, text[:40]
-    assert [i["id"] for i in recall(book, "NEAR(titanium parts)", mode).items] == [kept["titanium"]]
+    assert recalled_ids(book, "NEAR(titanium parts)", mode) == [kept["titanium"]]
 
 
 @pytest.mark.parametrize(
@@ -123,8 +123,8 @@ def test_operators_around_relevant_words_recall_only_what_is_relevant(
 def test_nothing_relevant_recalls_nothing(
     book: KnowledgeBook, kept: dict[str, str], question: str
 ) -> None:
-    assert recall(book, question, "keyword").items == []
-    assert recall(book, question, "hybrid").items == []
+    assert recalled(book, question, "keyword") == []
+    assert recalled(book, question, "hybrid") == []
 
 
 def test_a_relevant_question_recalls_what_it_is_about(
@@ -136,7 +136,7 @@ def test_a_relevant_question_recalls_what_it_is_about(
         ("Show the active projects", "projects"),
     ):
         for mode in ("keyword", "hybrid"):
-            assert [i["id"] for i in recall(book, question, mode).items] == [kept[topic]], (
+            assert recalled_ids(book, question, mode) == [kept[topic]], (
                 question,
                 mode,
             )

@@ -18,8 +18,15 @@ same conversation always gives the same events. Its plan for a question:
 6. for a question that asks for a chart ("chart projects by status", "parts per material as a
    bar chart"), a ``chart`` call of that result before the answer, which then says what it shows.
 
+When the turn's context holds recalled knowledge (``core/knowledge``) with a verified query that
+fits the question (:mod:`.fitting`), it takes that road instead (:mod:`.recalled`): the first
+response runs the verified query's calls, with another filter value where the question clearly
+names one, and its chart; the second answers from those rows. No search, schema or path calls;
+two model requests.
+
 As the planner of planned orchestration it names a chart question's query and chart in the plan
-itself, so the engine reads and draws them with no executor request.
+itself, so the engine reads and draws them with no executor request; a fitting recalled verified
+query's query and chart likewise.
 
 It never calls ``mutate``: write requests get an honest refusal, as do questions it cannot map to
 the data ("why", opinions, nothing matching).
@@ -37,7 +44,9 @@ The package, one module a job:
 * :mod:`.filters` -- the Django-style filters of the final query (step 4);
 * :mod:`.charting`, :mod:`.grouping` -- when a question asks for a chart, and which (step 6);
 * :mod:`.planning`, :mod:`.chart_plan` -- the provider as a planned turn's planner;
-* :mod:`.prose`, :mod:`.answers` -- the texts of answers and refusals (step 5).
+* :mod:`.prose`, :mod:`.answers` -- the texts of answers and refusals (step 5);
+* :mod:`.fitting`, :mod:`.recalled` -- whether a recalled verified query answers the question,
+  and the road it opens.
 """
 
 from __future__ import annotations

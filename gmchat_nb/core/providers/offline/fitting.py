@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
+from ...charts import ChartIntent
 from ...charts.tool import CHART
+from ...project.errors import ToolError
 from ...project.names import split_words
 from ...project.tools import TOOLS
 from .charting import asks_for_chart
@@ -79,15 +82,18 @@ def fitted_calls(
     adapted: Calls = []
     for tool, args in saved_calls:
         if tool == CHART.name:
+            try:  # the query it draws is this turn's, named when the round is sent
+                drawn = replace(ChartIntent.from_args(args), query=None).to_dict()
+            except ToolError:
+                return None
             if charts:
-                adapted.append((tool, {k: v for k, v in args.items() if k != "query"}))
+                adapted.append((tool, drawn))
             continue
         filled = fit.filled(args)
         if filled is None:
             return None
         adapted.append((tool, filled))
-    drawn = any(tool == CHART.name for tool, _ in saved_calls)
-    if charts and not drawn and asks_for_chart(question):
+    if charts and asks_for_chart(question) and all(tool != CHART.name for tool, _ in saved_calls):
         return None
     return adapted if fit.holds_nothing_more() else None
 

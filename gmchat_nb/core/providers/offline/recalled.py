@@ -18,9 +18,10 @@ normal road, which plans as if the round had not been made.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ...charts import ChartIntent
 from ...charts.tool import CHART
 from ...guards.recalled import recalled_in
 from ...project.tools import TOOLS
@@ -119,7 +120,8 @@ def _numbered(calls: Calls, first: int) -> list[tuple[str, dict[str, Any]]]:
             queries_left -= 1
             numbered.append((tool, args))
         elif last_query is not None and queries_left:
-            numbered.append((tool, {**args, "query": last_query}))
+            named = replace(ChartIntent.from_args(args), query=last_query)
+            numbered.append((tool, named.to_dict()))
         else:
             numbered.append((tool, args))
     return numbered
