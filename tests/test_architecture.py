@@ -565,7 +565,10 @@ TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
     ("gmchat_nb.evals.oracle", "query"): (1, "a plan requirement's query field"),
     ("gmchat_nb.core.charts.intent", "query"): (2, "the chart tool's argument naming a result"),
     ("gmchat_nb.core.charts.tool", "query"): (1, "the chart tool's argument naming a result"),
-    ("gmchat_nb.core.knowledge.from_turn", "query"): (1, "the chart tool's argument naming a result"),
+    ("gmchat_nb.core.knowledge.from_turn", "query"): (
+        1,
+        "the chart tool's argument naming a result",
+    ),
     # The query tool itself, in a module this change left to its owner: it should read TOOLS too.
 }
 

@@ -78,6 +78,8 @@ PRINTS = {
     '--provider "local:': '] query {"manager": ',
     "--dataset charts --max-cost": "  offline: $0.00, 0 tokens: within",
     "--dataset basic_queries --max-cost": "OVER (cost could not be priced",
+    'gmchat ask "Which parts are made of cobalt?"': "Verified query: titanium parts",
+    "gmchat knowledge remove --mine": "removed 2 entries",
 }
 # The hub example's database is the tests' PostgreSQL server (a fresh schema of it).
 README_DATABASE = "postgresql://chat:secret@db.internal:5432/gmchat"

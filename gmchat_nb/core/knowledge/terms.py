@@ -11,6 +11,7 @@ cover, the keyword search's minimum relevance.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Final
@@ -48,16 +49,24 @@ def search_terms(text: str) -> list[str]:
     return seen
 
 
-def stems(words: Iterable[str]) -> set[str]:
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    stem = singular(word)
+    for suffix in ("ing", "ed"):
+        if len(stem) > len(suffix) + 3 and stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    return stem
+
+
+def stems(words: Iterable[str]) -> frozenset[str]:
     """Words folded to a crude stem (singular, without -ing/-ed), for counting overlap."""
-    folded: set[str] = set()
-    for word in words:
-        stem = singular(word)
-        for suffix in ("ing", "ed"):
-            if len(stem) > len(suffix) + 3 and stem.endswith(suffix):
-                stem = stem[: -len(suffix)]
-        folded.add(stem)
-    return folded
+    return frozenset(_stem(word) for word in words)
+
+
+@functools.lru_cache(maxsize=4096)
+def text_stems(text: str) -> frozenset[str]:
+    """The stems of every word of an entry's text (kept: recall reads the same entries again)."""
+    return stems(match.group() for match in _WORD.finditer(text[:MAX_SCANNED].casefold()))
 
 
 def overlap(question: Iterable[str], entry_text: str) -> float:
@@ -65,8 +74,4 @@ def overlap(question: Iterable[str], entry_text: str) -> float:
     asked = stems(question)
     if not asked:
         return 0.0
-    return len(asked & stems(search_terms(entry_text) + _all_words(entry_text))) / len(asked)
-
-
-def _all_words(text: str) -> list[str]:
-    return [match.group() for match in _WORD.finditer(text[:MAX_SCANNED].casefold())]
+    return len(asked & text_stems(entry_text)) / len(asked)

@@ -9,6 +9,9 @@ provider that can give structured answers (:meth:`~.base.BaseLLMProvider.complet
 a grammar in process for ``local:``, ``response_format`` on a server) and drives the tool loop
 itself, as the planned executors' slots do:
 
+0. when the context holds recalled verified queries, the model picks the one that answers the
+   question or none (an enum, :mod:`.constrained_recall`); a pick that fits runs at once and
+   step 5 answers from it;
 1. ``search_managers`` with the question (no model request);
 2. the model picks the manager among the ranked candidates (an enum; skipped when only one);
 3. ``get_manager_schema`` for it, then for the managers one relation away (no model request);
@@ -44,6 +47,7 @@ from .base import (
     ToolDefinition,
     WrappingProvider,
 )
+from .constrained_recall import RECALL_PROMPT, verified_calls
 
 __all__ = ["ConstrainedProvider", "query_slot_schema"]
 
@@ -216,7 +220,12 @@ class ConstrainedProvider(WrappingProvider):
     name: ClassVar[str] = "constrained"
     # The fixed texts of the prompts this provider writes itself: a judge that checks whether an
     # answer only repeats what the model was told needs them (the loop never sees these prompts).
-    instructions: ClassVar[tuple[str, ...]] = (PICK_PROMPT, FILL_PROMPT, ANSWER_PROMPT)
+    instructions: ClassVar[tuple[str, ...]] = (
+        PICK_PROMPT,
+        FILL_PROMPT,
+        ANSWER_PROMPT,
+        RECALL_PROMPT,
+    )
 
     def __init__(self, inner: BaseLLMProvider) -> None:
         super().__init__(inner)
@@ -245,6 +254,17 @@ class ConstrainedProvider(WrappingProvider):
         usage = TokenUsage()
         step = 0
         if TOOLS.search_managers.name not in turn.results:
+            if TOOLS.query.name in turn.results:  # a recalled verified query ran: answer
+                async for event in self._answer(turn):
+                    yield event
+                return
+            calls, usage, asked = await verified_calls(self.inner, messages, turn.question)
+            self.model_requests += asked
+            if calls:
+                for step, (name, args) in enumerate(calls):
+                    yield self._call(turn, step, name, args)
+                yield DoneEvent(usage, "tool_calls")
+                return
             yield self._call(turn, step, TOOLS.search_managers.name, {"query": turn.question[:200]})
             yield DoneEvent(usage, "tool_calls")
             return

@@ -108,9 +108,7 @@ class Conversations(Database):
     def conversation_knowledge(self, conversation_id: str) -> str | None:
         """The conversation's own recall mode (``None``: as the settings say, or no such
         conversation)."""
-        rows = self._read(
-            "SELECT knowledge FROM conversations WHERE id = ?", (conversation_id,)
-        )
+        rows = self._read("SELECT knowledge FROM conversations WHERE id = ?", (conversation_id,))
         return rows[0][0] if rows else None
 
     def set_conversation_knowledge(self, conversation_id: str, mode: str | None) -> None:

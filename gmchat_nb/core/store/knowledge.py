@@ -10,7 +10,11 @@ leave in one: a removed entry is found by neither search.
 Full text is SQLite FTS5 (``knowledge_fts``, its rowid the entry's ``seq``; Porter stemming) or
 PostgreSQL's ``tsvector`` column ``words`` (English stemming, a GIN index). Search terms are
 handed in already split into words (:mod:`gmchat_nb.core.knowledge.terms`): raw text is never
-part of a ``MATCH`` or a ``tsquery``.
+part of a ``MATCH`` or a ``tsquery``. Every write also counts itself in ``knowledge_versions``
+(one row a project), the mark a process's cached vectors are checked against before a recall.
+
+Over 400 lines: every statement over the table, its full-text index and its version row, so the
+scoping clauses are written once and read side by side.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 import gmchat_nb
-
 from gmchat_nb.core.knowledge import Draft, KnowledgeBook, KnowledgeError
 from gmchat_nb.core.knowledge.yaml_io import dump, read
 from gmchat_nb.core.project import Project

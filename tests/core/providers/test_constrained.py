@@ -260,3 +260,56 @@ async def test_a_recorded_constrained_turn_replays_with_its_model_requests(
     replayed = await ask(replay, STEEL)  # type: ignore[arg-type]
     assert calls(replayed) == calls(recorded) and replayed.answer == recorded.answer == "Bolt."
     assert replay.model_requests == 3 and replay.instructions == ConstrainedProvider.instructions
+
+
+TITANIUM = [
+    {
+        "tool": "query",
+        "arguments": {
+            "manager": "Part",
+            "fields": ["name"],
+            "filters": {"material__name": "Titanium"},
+        },
+    }
+]
+
+
+async def _with_titanium_query(provider: BaseLLMProvider, question: str) -> Any:
+    chat = Chat(project="demo", provider=provider, store=":memory:")
+    try:
+        await chat.knowledge.add_verified_query(
+            "titanium parts", "Which parts are made of titanium?", TITANIUM
+        )
+        return await chat.ask(question)
+    finally:
+        await chat.aclose()
+
+
+async def test_a_recalled_verified_query_the_model_picks_runs_with_the_questions_value() -> None:
+    provider, inner = constrained(
+        [{"structured": {"verified_query": "titanium parts"}}, {"text": "Bolt is steel."}]
+    )
+    turn = await _with_titanium_query(provider, STEEL)
+    assert calls(turn) == [
+        ("query", {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Steel"}})
+    ]
+    assert turn.trusted is not None and turn.trusted["name"] == "titanium parts"
+    [(messages, schema, name)] = inner.structured_requests
+    assert name == "pick_verified_query"
+    assert schema["properties"]["verified_query"]["enum"] == ["titanium parts", "none"]
+    assert "Which parts are made of titanium?" in messages[-1].content  # what it was saved for
+
+
+async def test_none_picked_goes_the_usual_road() -> None:
+    provider, inner = constrained(
+        [
+            {"structured": {"verified_query": "none"}},
+            {"structured": {"manager": "Part"}},
+            {"structured": {"fields": ["name"], "filter": None}},
+            {"text": "Parts."},
+        ]
+    )
+    turn = await _with_titanium_query(provider, "Which parts are made of steel?")
+    assert calls(turn)[0] == ("search_managers", {"query": STEEL})
+    assert turn.trusted is None
+    assert inner.structured_requests[0][2] == "pick_verified_query"
