@@ -91,6 +91,16 @@ def _record(row: Any) -> KnowledgeRecord:
     )
 
 
+def _twin(connection: Statements, record: KnowledgeRecord) -> KnowledgeRecord | None:
+    """The first entry ``record``'s owner sees in its project with the same content."""
+    row = connection.execute(
+        f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE {_VISIBLE} "
+        "AND content_hash = ? ORDER BY seq LIMIT 1",
+        (record.project, record.owner, record.content_hash),
+    ).fetchone()
+    return None if row is None else _record(row)
+
+
 def _flag(value: bool) -> int:
     return 1 if value else 0
 
@@ -105,13 +115,9 @@ class KnowledgeRows(Database):
         content hash is visible to its owner in its project: that entry is returned instead and
         nothing is written. ``None`` when the record was stored."""
         with self._write() as connection:
-            existing = connection.execute(
-                f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE {_VISIBLE} "
-                "AND content_hash = ? ORDER BY seq LIMIT 1",
-                (record.project, record.owner, record.content_hash),
-            ).fetchone()
+            existing = _twin(connection, record)
             if existing is not None:
-                return _record(existing)
+                return existing
             self._insert(connection, record, vector)
             self._changed(connection, record.project, 1)
         return None
@@ -126,13 +132,9 @@ class KnowledgeRows(Database):
         added: dict[str, int] = {}
         with self._write() as connection:
             for record, vector in records:
-                existing = connection.execute(
-                    f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE {_VISIBLE} "
-                    "AND content_hash = ? ORDER BY seq LIMIT 1",
-                    (record.project, record.owner, record.content_hash),
-                ).fetchone()
+                existing = _twin(connection, record)
                 if existing is not None:
-                    skipped.append(_record(existing))
+                    skipped.append(existing)
                 else:
                     self._insert(connection, record, vector)
                     added[record.project] = added.get(record.project, 0) + 1
