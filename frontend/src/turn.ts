@@ -170,8 +170,9 @@ export class TurnView {
         h("div", { cls: "gmchat-reply" }, [
           this.planSlot,
           this.steps,
-          this.bannerSlot,
+          // the trusted mark first: a partial answer's banner stands right above the answer
           this.trustedSlot,
+          this.bannerSlot,
           this.answer,
           this.working,
           this.errors,

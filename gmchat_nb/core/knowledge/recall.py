@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -46,7 +47,7 @@ __all__ = [
 
 MODES: Final = ("off", "keyword", "hybrid")
 MAX_ITEMS: Final = 5
-MAX_CHARACTERS: Final = 4000
+MAX_CHARACTERS: Final = 8000  # an entry at the largest texts a save accepts fits, with its calls
 MIN_OVERLAP: Final = 0.5
 MIN_COSINE: Final = 0.55
 CANDIDATES: Final = 20
@@ -83,13 +84,19 @@ class Recalled:
                 )
         return tuple(calls)
 
-    def trusted(self, matched_parts: set[tuple[str, int]]) -> dict[str, str] | None:
-        """``{"id", "name"}`` of the first recalled verified query every query call of which
-        the turn re-ran, else ``None``."""
-        for record in self.verified_queries:
-            parts = sum(1 for c in record.calls if c.get("tool") == TOOLS.query.name)
-            if parts and all((record.id, part) in matched_parts for part in range(parts)):
-                return {"id": record.id, "name": record.name}
+    def trusted(
+        self,
+        matched_parts: AbstractSet[tuple[str, int]],
+        exact_parts: AbstractSet[tuple[str, int]] = frozenset(),
+    ) -> dict[str, str] | None:
+        """``{"id", "name"}`` of the recalled verified query the turn re-ran -- every query call
+        of it, with the same or other filter values -- else ``None``. Of several, one re-run with
+        its very arguments comes first, then the best recalled."""
+        for parts in (exact_parts, matched_parts):
+            for record in self.verified_queries:
+                count = sum(1 for c in record.calls if c.get("tool") == TOOLS.query.name)
+                if count and all((record.id, part) in parts for part in range(count)):
+                    return {"id": record.id, "name": record.name}
         return None
 
     def context(self) -> Message | None:
@@ -160,8 +167,8 @@ def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled
         if record.kind == "verified_query" and not _compiles(book.project, record.calls):
             continue  # this session's project does not expose what it reads (a hidden manager)
         size = len(record.name) + len(record.body) + len(json.dumps(record.calls))
-        if spent + size > MAX_CHARACTERS and entries:
-            continue
+        if spent + size > MAX_CHARACTERS:
+            continue  # the budget holds whatever one entry weighs
         entries.append((record, score))
         spent += size
         if len(entries) == MAX_ITEMS:

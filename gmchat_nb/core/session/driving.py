@@ -238,7 +238,11 @@ class TurnDriving(SessionTurnIO):
                         attempts=retries.summary(),
                         fallbacks=retries.fallbacks or None,
                         cost=turn_cost(retries.served, self.price_overrides()),
-                        trusted=recalled.trusted(scope.matched_parts) if recalled else None,
+                        trusted=(
+                            recalled.trusted(scope.matched_parts, scope.exact_parts)
+                            if recalled
+                            else None
+                        ),
                     )
                 numbered = event.numbered(sequence)
                 if cut_off is not None:

@@ -6,8 +6,9 @@ recalled verified query answers with). An executed call re-runs one when it has 
 whatever the filter values (a verified "parts made of titanium" re-run for steel is the same
 query); for any other tool the same arguments, compared by the loop guard's canonical
 :func:`~gmchat_nb.core.guards.loop_guard.fingerprint`. The call is marked with the reference's
-id, on the record and in ``CallScope.matched`` (and ``matched_parts``), for the answer's
-"trusted" mark. Without references it does nothing.
+id, on the record and in ``CallScope.matched`` (every reference of that shape in
+``matched_parts``, those it re-ran with the very same arguments in ``exact_parts`` too), for the
+answer's "trusted" mark. Without references it does nothing.
 """
 
 from __future__ import annotations
@@ -48,10 +49,18 @@ class ReferenceStage(Stage):
     def after(self, record: ToolCallRecord, scope: CallScope) -> None:
         if not scope.references or not record.ran or record.failed:
             return
-        key = call_shape(record.name, record.args)
+        shape = call_shape(record.name, record.args)
+        exact = fingerprint(record.name, record.args)
         for reference in scope.references:
-            if reference.name == record.name and call_shape(reference.name, reference.args) == key:
+            if reference.name != record.name:
+                continue
+            if call_shape(reference.name, reference.args) != shape:
+                continue
+            part = (reference.id, reference.part)
+            scope.matched_parts.add(part)
+            if fingerprint(reference.name, reference.args) == exact:
+                scope.exact_parts.add(part)
+                record.reference = reference.id  # the one it re-ran as it was saved
+            elif record.reference is None:
                 record.reference = reference.id
-                scope.matched[record.id] = reference.id
-                scope.matched_parts.add((reference.id, reference.part))
-                return
+            scope.matched[record.id] = record.reference

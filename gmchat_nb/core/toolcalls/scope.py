@@ -116,6 +116,8 @@ class CallScope:
     """Call id -> the id of the reference call it matched (the reference stage)."""
     matched_parts: set[tuple[str, int]] = field(default_factory=set)
     """``(id, part)`` of every reference call some executed call matched."""
+    exact_parts: set[tuple[str, int]] = field(default_factory=set)
+    """Those of :attr:`matched_parts` an executed call re-ran with the very same arguments."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held around each call's way through the stages by a caller whose calls run concurrently
     (a planned turn's tasks: ``ToolCallPipeline(scope, serial=True)``)."""

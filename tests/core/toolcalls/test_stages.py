@@ -354,6 +354,24 @@ async def test_an_executed_call_of_a_reference_s_shape_is_marked(project: Projec
     assert shared.matched == {"c1": "vq-7"} and shared.matched_parts == {("vq-7", 0)}
 
 
+async def test_of_two_references_of_one_shape_the_one_re_run_as_saved_is_named(
+    project: Project,
+) -> None:
+    steel = {"manager": "Part", "fields": ["name"], "filters": {"material__name": "Steel"}}
+    copper = {**steel, "filters": {"material__name": "Copper"}}
+    shared = scope(
+        project,
+        references=(
+            ReferenceCall("vq-copper", "query", copper),
+            ReferenceCall("vq-steel", "query", steel),
+        ),
+    )
+    ran = await ToolCallPipeline(shared).run(ToolCallEvent("c1", "query", steel))
+    assert ran.reference == "vq-steel"
+    assert shared.matched_parts == {("vq-copper", 0), ("vq-steel", 0)}
+    assert shared.exact_parts == {("vq-steel", 0)}
+
+
 async def test_a_scope_s_own_executor_runs_its_tools() -> None:
     ran: list[str] = []
 
