@@ -23,6 +23,8 @@ from .core.knowledge.suggestions import suggest_turn
 from .core.knowledge.yaml_io import dump, read, read_file
 from .core.session import ChatSession
 
+__all__ = ["AnsweredTurn", "ChatKnowledge"]
+
 
 class _Chat(Protocol):
     """What of :class:`~gmchat_nb.Chat` the knowledge needs: its session."""
@@ -30,7 +32,7 @@ class _Chat(Protocol):
     async def session(self) -> ChatSession: ...
 
 
-class Turn(Protocol):
+class AnsweredTurn(Protocol):
     """What of a :class:`~gmchat_nb.Turn` a save reads: its question and events."""
 
     # (read-only members: a Turn's ``events`` is a list of dicts, which a mutable
@@ -39,9 +41,6 @@ class Turn(Protocol):
     def question(self) -> str: ...
     @property
     def events(self) -> Sequence[Mapping[str, Any]]: ...
-
-
-__all__ = ["ChatKnowledge"]
 
 
 class ChatKnowledge:
@@ -70,7 +69,7 @@ class ChatKnowledge:
 
     async def save_turn(
         self,
-        turn: Turn,
+        turn: AnsweredTurn,
         *,
         name: str,
         question: str | None = None,
@@ -102,7 +101,7 @@ class ChatKnowledge:
         """Queue a suggestion (never recalled until a person accepts it)."""
         return (await self.book()).suggest(draft)
 
-    async def mark_right(self, turn: Turn) -> KnowledgeRecord:
+    async def mark_right(self, turn: AnsweredTurn) -> KnowledgeRecord:
         """The user says this turn's answer is right: its queries become a *suggested* verified
         query, waiting for a person to accept it (``accept``) before it is ever recalled."""
         return suggest_turn(await self.book(), turn.events, turn.question)
