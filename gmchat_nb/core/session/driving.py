@@ -94,7 +94,7 @@ class TurnDriving(SessionTurnIO):
         """What the knowledge holds for the user's own words of this turn (``None``: recall is
         off or the project has no knowledge, and no ``recall`` event is sent)."""
         mode = self.recall_mode()
-        if mode == "off":
+        if mode == "off" or self.origin == "agent":  # an agent's change is its own call, relayed
             return None
         question = "\n".join(user_texts)[-4000:]
         try:
