@@ -403,7 +403,8 @@ class FilterResolver:
         self, manager: ManagerInfo, input_type: GraphQLInputObjectType, key: str
     ) -> ToolError:
         names = self._visible_fields(manager, input_type)
-        spellings = [*names, *(_django_spelling(name) for name in names)]
+        # the chat's own spelling (``quantity__gt``) first: of two as close, it is the one named
+        spellings = list(dict.fromkeys([*(_django_spelling(name) for name in names), *names]))
         suggestions = did_you_mean(key, spellings)
         hint = suggestion_hint(suggestions)
         return ToolError(

@@ -299,6 +299,11 @@ async def test_an_empty_result_is_complete(project: Project) -> None:
             "unknown_filter",
             "Did you mean 'name'",
         ),
+        (  # in the chat's own spelling, not the GraphQL input's (quantity_Gt)
+            {"manager": "Part", "fields": ["name"], "filters": {"quantiti__gt": 1}},
+            "unknown_filter",
+            "Did you mean 'quantity__gt'",
+        ),
         (
             {"manager": "Part", "fields": ["name"], "filters": {"quantity": "many"}},
             "invalid_filter",
