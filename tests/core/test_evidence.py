@@ -125,7 +125,7 @@ def test_the_cell_connects_to_the_settings_project() -> None:
     )
     every = evidence_code(document, variables, ChatSettings(project=url))
     assert f"await gmchat_nb.connect({url!r}, exposed=None)\n" in every
-    assert 'VARIABLES = {"page": 1}\n' in every and every.endswith("\nframe")
+    assert "VARIABLES = {'page': 1}\n" in every and every.endswith("\nframe")
 
 
 def test_the_cell_never_shows_the_project_urls_password() -> None:
@@ -156,5 +156,36 @@ async def test_the_cell_of_a_paged_windowed_query_gives_the_rows_the_chat_read()
         frame = await namespace["cell"]()
         assert frame.to_dict("records") == [flatten_row(row) for row in outcome.rows]
         assert [row["number"] for row in outcome.rows] == [f"PO-100{n}" for n in range(4, 9)]
+    finally:
+        await project.aclose()
+
+
+async def _run_cell(code: str) -> Any:
+    namespace: dict[str, Any] = {}
+    body = "\n".join(f"    {line}" for line in code.splitlines()[:-1])
+    exec(f"async def cell():\n{body}\n    return frame", namespace)
+    return await namespace["cell"]()
+
+
+async def test_the_cell_is_python_for_booleans_nulls_lists_quotes_and_any_script() -> None:
+    """JSON's ``true``/``null`` in a cell raised NameError: the variables are Python literals,
+    and the cell gives the rows the chat read for each of these filters."""
+    project = demo_project()
+    try:
+        reads = [
+            {"manager": "PurchaseOrder", "fields": ["number"], "filters": {"urgent": True}},
+            {"manager": "Part", "fields": ["name"],
+             "filters": {"name__in": ["Bolt", "O'Brien \"x\" \\", "Müller 部品 \u202e"]}},
+        ]  # fmt: skip
+        for args in reads:
+            outcome = await project.query(**args)
+            code = evidence_row("c1", outcome, SETTINGS)["code"]
+            assert "true" not in code.split("VARIABLES = ")[1].splitlines()[0]
+            frame = await _run_cell(code)
+            assert frame.to_dict("records") == [flatten_row(row) for row in outcome.rows]
+            assert outcome.rows  # each filter matched something the cell had to find again
+        nulls = evidence_code(outcome.document, {**outcome.variables[0], "page": None}, SETTINGS)
+        assert "'page': None" in nulls
+        assert len(await _run_cell(nulls)) == len(outcome.rows)
     finally:
         await project.aclose()

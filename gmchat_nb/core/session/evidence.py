@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "evidence_code",
     "evidence_row",
     "planned_ids",
+    "python_literal",
     "query_code",
     "stored_evidence",
     "surviving_events",
@@ -64,12 +66,37 @@ def evidence_code(
     return (
         "import gmchat_nb\n\n"
         f"{connect}\n"
-        f"DOCUMENT = {json.dumps(document)}\n"
-        f"VARIABLES = {json.dumps(dict(variables), default=str)}\n"
+        f"DOCUMENT = {document!r}\n"
+        f"VARIABLES = {python_literal(dict(variables))}\n"
         "frame = await project.frame(DOCUMENT, VARIABLES)\n"
         f"{_more_pages(pages, window)}"
         "frame"
     )
+
+
+def python_literal(value: Any) -> str:
+    """``value`` as the JSON it was sent as, written as Python: ``True``, ``False`` and ``None``
+    where JSON has ``true``, ``false`` and ``null`` (a cell holding JSON's words raises
+    ``NameError``), strings escaped as Python escapes them, values JSON has no type for as their
+    text. JSON's numbers beyond a float (``Infinity``, ``NaN``) are no Python literal: such a value
+    is read back from its JSON text instead."""
+    plain = json.loads(json.dumps(value, default=str))
+    if _finite(plain):
+        return repr(plain)
+    return f"__import__('json').loads({json.dumps(plain)!r})"
+
+
+def _finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _more_pages(pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | None) -> str:
@@ -78,7 +105,7 @@ def _more_pages(pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | No
         return ""
     lines = ["# the query's other pages, then its window of rows, as the chat read them"]
     if pages:
-        more = json.dumps([dict(page) for page in pages], default=str)
+        more = python_literal([dict(page) for page in pages])
         lines += [
             "import pandas as pd",
             f"for page in {more}:",
