@@ -22,6 +22,7 @@ from .core.events import (
     ToolResult,
 )
 from .core.frames import flatten_row
+from .core.guards.invisible import HIDDEN_WARNING, mark_invisible
 
 __all__ = ["ask_in_terminal", "recall_line", "render_table"]
 
@@ -95,10 +96,13 @@ def _chart(event: Chart, out: TextIO, numbers: dict[str, int]) -> None:
 
 
 def _confirm_mutation(event: ConfirmMutation, out: TextIO, numbers: dict[str, int]) -> None:
-    print(
-        f"? {event.mutation} {json.dumps(event.input, ensure_ascii=False)} needs your confirmation",
-        file=out,
+    # every character as stored: a bidi override must not make ".exe" read as ".pdf"
+    shown, marked = mark_invisible(
+        f"{event.mutation} {json.dumps(event.input, ensure_ascii=False)}"
     )
+    print(f"? {_printable(shown, 100_000)} needs your confirmation", file=out)
+    if marked:
+        print(f"  ! {HIDDEN_WARNING}", file=out)
 
 
 # how the recall line names each kind of entry: (one, several)

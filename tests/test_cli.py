@@ -15,10 +15,10 @@ import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.cli import TerminalChat, ask_and_summarize, for_terminal, orchestration_lines
-from gmchat_nb.core.events import ToolCall, ToolResult, event_from_dict
+from gmchat_nb.core.events import ConfirmMutation, ToolCall, ToolResult, event_from_dict
 from gmchat_nb.core.project import Project
 from gmchat_nb.core.providers.scripted import ScriptedProvider
-from gmchat_nb.terminal import ask_in_terminal
+from gmchat_nb.terminal import RENDERERS, ask_in_terminal
 
 from .conftest import DemoServer, serve
 from .widget.planned import QUESTION as PLANNED_QUESTION
@@ -348,3 +348,17 @@ async def test_a_turn_without_a_plan_prints_exactly_as_before() -> None:
     )
     assert now == before
     assert "→ [1] query {" in now and "← [1] query\n" in now and "plan:" not in now
+
+
+def test_the_terminal_shows_a_change_as_it_is_stored() -> None:
+    """A bidi override in a change's input is written out and warned of, never rendered."""
+    out = io.StringIO()
+    event = ConfirmMutation(
+        id="c1", mutation="createPart", input={"name": "invoice\u202efdp.exe"}, sequence=1
+    )
+    RENDERERS[event.type](event, out, {})
+    shown = out.getvalue()
+    assert (
+        'createPart {"name": "invoice\u27e8U+202E\u27e9fdp.exe"} needs your confirmation' in shown
+    )
+    assert "\u202e" not in shown and "display differently from what is stored" in shown

@@ -24,6 +24,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ..core.agent import AgentTool, AgentToolbox, AskHuman, PendingChange
+from ..core.guards.invisible import HIDDEN_WARNING, mark_invisible
 
 __all__ = ["SERVER_NAME", "build_server"]
 
@@ -144,10 +145,12 @@ def _asker(context: Context[Any]) -> AskHuman | None:
         return None
 
     async def ask(change: PendingChange) -> bool | None:
-        shown = json.dumps(change.input, ensure_ascii=False, indent=2, default=str)
+        stored = json.dumps(change.input, ensure_ascii=False, indent=2, default=str)
+        shown, marked = mark_invisible(stored)  # it reads as it is stored, or says so
+        warning = f"\n{HIDDEN_WARNING}" if marked else ""
         result = await context.elicit(
             f"An agent asks to run {change.mutation} on the project's data with this input:\n"
-            f"{shown}\nConfirm to run it once; decline and nothing runs.",
+            f"{shown}{warning}\nConfirm to run it once; decline and nothing runs.",
             Decision,
         )
         if isinstance(result, AcceptedElicitation):

@@ -377,6 +377,17 @@ async def test_a_change_the_user_accepts_runs_once(agent: Agent) -> None:
     assert len(await agent.rows("Project", name)) == 1
 
 
+async def test_the_elicitation_shows_a_bidi_override_as_it_is_stored(agent: Agent) -> None:
+    """``invoice\u202efdp.exe`` would read "invoice…pdf": the person is shown the character
+    and warned, and what runs is exactly what was stored."""
+    name = f"invoice\u202efdp {uuid.uuid4().hex[:6]}.exe"
+    agent.answers, agent.asked = ["decline"], []
+    await change(agent, name)
+    [asked] = agent.asked
+    assert "invoice\u27e8U+202E\u27e9fdp" in asked.message and "\u202e" not in asked.message
+    assert "display differently from what is stored" in asked.message
+
+
 async def test_a_change_the_user_declines_never_runs(agent: Agent) -> None:
     for answer in ("decline", "accept-no"):
         name = f"Declined {uuid.uuid4().hex[:8]}"

@@ -30,9 +30,11 @@ import re
 from typing import Any, Final
 
 __all__ = [
+    "HIDDEN_WARNING",
     "INVISIBLE_RANGES",
     "find_invisible",
     "has_invisible",
+    "mark_invisible",
     "reveal_invisible",
     "strip_invisible",
 ]
@@ -156,6 +158,27 @@ def strip_invisible(value: Any) -> Any:
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _marked(match: re.Match[str]) -> str:
+    return f"\u27e8U+{ord(match.group()):04X}\u27e9"
+
+
+HIDDEN_WARNING: Final = (
+    "This change holds characters that display differently from what is stored "
+    "(shown as \u27e8U+\u2026\u27e9)."
+)
+"""What a confirmation says when :func:`mark_invisible` marked anything in it."""
+
+
+def mark_invisible(text: str) -> tuple[str, bool]:
+    """``text`` for a person deciding on it: each invisible, bidi or tag character and lone
+    surrogate written as ``\u27e8U+202E\u27e9``, so a change cannot read differently from what
+    is stored ("invoice\u27e8U+202E\u27e9fdp.exe", never "invoice…pdf"); and whether any was."""
+    if text.isascii():
+        return text, False
+    shown, count = _HIDDEN.subn(_marked, text)
+    return shown, count > 0
 
 
 def reveal_invisible(text: str) -> str:
