@@ -1,11 +1,15 @@
 /**
  * Confirmations: a pending mutation's input (values not in the user's words tagged "from data"),
- * a countdown and Confirm / Reject; each view sends its decision at most once.
+ * a countdown and Confirm / Reject; each view sends its decision at most once. Every text it
+ * shows (the mutation's name, the input's keys and values at any depth) has its invisible and
+ * bidi characters written as `⟨U+202E⟩` (invisible.ts), with a warning when there were any, so the
+ * card cannot display differently from what is stored.
  */
 
 import { button, h } from "./dom";
 import { formatCell, toolOutcome } from "./format";
 import { FLAGGED_WARNING, confirmProvenance, pathsByKey } from "./guards";
+import { INVISIBLE_WARNING, revealInvisible, revealInvisibleIn } from "./invisible";
 import type { ConfirmMutationEvent } from "./protocol";
 import type { Send } from "./table";
 
@@ -25,7 +29,14 @@ export class ConfirmBox {
     event: ConfirmMutationEvent,
   ) {
     this.id = String(event.id);
-    const mutation = String(event.mutation || "");
+    // Every shown text goes through `shown`, which notes whether it wrote out any escapes.
+    let escaped = false;
+    const shown = (text: string): string => {
+      const visible = revealInvisible(text);
+      if (visible !== text) escaped = true;
+      return visible;
+    };
+    const mutation = shown(String(event.mutation || ""));
     const seconds = Number(event.expires_in_seconds);
     this.deadline = Number.isFinite(seconds) && seconds > 0 ? Date.now() + seconds * 1000 : null;
     this.countdown = h("span", { cls: "gmchat-countdown", attrs: { "aria-live": "off" } });
@@ -33,13 +44,13 @@ export class ConfirmBox {
     this.confirmButton = button("Confirm", {
       cls: "gmchat-primary",
       testid: "gmchat-confirm",
-      aria: `Confirm ${event.mutation}`,
+      aria: `Confirm ${mutation}`,
       onClick: () => this.decide(true),
     });
     this.rejectButton = button("Reject", {
       cls: "gmchat-danger",
       testid: "gmchat-reject",
-      aria: `Reject ${event.mutation}`,
+      aria: `Reject ${mutation}`,
       onClick: () => this.decide(false),
     });
     const input: Record<string, unknown> = event.input && typeof event.input === "object" ? event.input : {};
@@ -50,31 +61,42 @@ export class ConfirmBox {
       h("span", {
         cls: "gmchat-from-data",
         testid: "from-data",
-        text: path === key ? "from data" : `from data: ${path}`,
-        attrs: { "data-path": path, title: `${path} is not in your words: it came from the data (or the model)` },
+        text: path === key ? "from data" : `from data: ${shown(path)}`,
+        attrs: { "data-path": path, title: `${shown(path)} is not in your words: it came from the data (or the model)` },
       });
+    // A value: its strings revealed at any depth (keys too) before it is formatted, then the
+    // formatted text once more (a cut may split a pair; that is not counted as an escape).
+    const cellText = (value: unknown): string => {
+      const revealed = revealInvisibleIn(value);
+      if (revealed.revealed) escaped = true;
+      return revealInvisible(formatCell(revealed.value));
+    };
     const rows = Object.entries(input).map(([key, value]) => {
       const paths = provenance.fromData.filter((path) => owners.get(path) === key);
       return h("tr", { cls: paths.length ? "gmchat-from-data-row" : "" }, [
-        h("th", { attrs: { scope: "row" } }, [key, ...paths.map((path) => tag(path, key))]),
-        h("td", { text: formatCell(value) }),
+        h("th", { attrs: { scope: "row" } }, [shown(key), ...paths.map((path) => tag(path, key))]),
+        h("td", { text: cellText(value) }),
       ]);
     });
     const strays = provenance.fromData.filter((path) => owners.get(path) === null);
+    const strayTags = strays.map((path) => tag(path, null));
     this.el = h(
       "div",
       {
         cls: "gmchat-confirm-box",
         testid: "gmchat-confirm-box",
-        attrs: { role: "group", "aria-label": `Confirm mutation ${event.mutation}`, "data-call-id": this.id },
+        attrs: { role: "group", "aria-label": `Confirm mutation ${mutation}`, "data-call-id": this.id },
       },
       [
         h("div", { cls: "gmchat-confirm-title" }, ["Confirm mutation ", h("code", { text: mutation })]),
+        escaped
+          ? h("div", { cls: "gmchat-invisible-warning", testid: "invisible-warning", attrs: { role: "alert" }, text: INVISIBLE_WARNING })
+          : null,
         provenance.flagged
           ? h("div", { cls: "gmchat-flagged-warning", testid: "flagged-warning", attrs: { role: "alert" }, text: FLAGGED_WARNING })
           : null,
         rows.length ? h("table", { cls: "gmchat-kv" }, [h("tbody", {}, rows)]) : h("div", { cls: "gmchat-muted", text: "(no input)" }),
-        strays.length ? h("div", { cls: "gmchat-from-data-more" }, strays.map((path) => tag(path, null))) : null,
+        strays.length ? h("div", { cls: "gmchat-from-data-more" }, strayTags) : null,
         provenance.fromData.length
           ? h("div", {
               cls: "gmchat-muted gmchat-provenance-note",

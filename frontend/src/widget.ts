@@ -16,8 +16,10 @@ import type { Transport } from "./transport/transport";
 
 export * from "./format";
 export * from "./guards";
+export * from "./invisible";
 export * from "./planned";
 export * from "./replay";
+export { ConfirmBox } from "./confirm";
 export { conversationLabel } from "./conversations";
 export {
   ALLOWED_TAGS,

@@ -67,6 +67,21 @@ CONFIRM_ROUNDS: list[dict[str, Any]] = [
     },
     {"text": "Handled the request for the part Spring.", "delay_seconds": 2.0},
 ]
+# The same mutation for a part whose name holds a right-to-left override: it reads
+# "invoice…exe.pdf" on screen while "invoice\u202efdp.exe" would be stored.
+BIDI_NAME = "invoice\u202efdp.exe"
+BIDI_CONFIRM_ROUNDS: list[dict[str, Any]] = [
+    {
+        "tool_calls": [
+            {
+                "id": "call-1",
+                "name": "mutate",
+                "args": {"mutation": "createPart", "input": {"name": BIDI_NAME}},
+            }
+        ]
+    },
+    {"text": "Handled the request for the part."},
+]
 # (the questions ask for no change: the intent gate is off, these tests are about the panel)
 ANSWER_SETTINGS = {"allowed_mutations": ["createPart"], "injection": {"mutation_intent": False}}
 CONFIRM_SETTINGS = {
@@ -130,6 +145,14 @@ def answers_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterApp
 def confirm_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterApp]:
     """JupyterLab whose model asks to create a part, which waits for a confirmation."""
     yield from _app(tmp_path_factory, "confirm-lab", rounds=CONFIRM_ROUNDS, chat=CONFIRM_SETTINGS)
+
+
+@pytest.fixture(scope="package")
+def confirm_bidi_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterApp]:
+    """JupyterLab whose model asks to create a part named with a right-to-left override."""
+    yield from _app(
+        tmp_path_factory, "confirm-bidi-lab", rounds=BIDI_CONFIRM_ROUNDS, chat=CONFIRM_SETTINGS
+    )
 
 
 @pytest.fixture(scope="package")

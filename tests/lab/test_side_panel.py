@@ -237,6 +237,30 @@ def test_confirming_a_mutation_in_the_panel_runs_it_once(
     assert [e["type"] for e in journal].count("done") == 1
 
 
+def test_a_bidi_override_in_a_pending_change_shows_as_an_escape_in_the_panel(
+    page: Page, confirm_bidi_lab: JupyterApp, dialogs: list[str]
+) -> None:
+    """The card writes the right-to-left override of "invoice\u202efdp.exe" out, with a
+    warning, so it cannot show "invoice…exe.pdf" for what would be stored."""
+    page.goto(confirm_bidi_lab.lab_url("confirm-bidi"))
+    root = open_panel(page)
+    new_conversation(root)
+
+    ask(root, "Add a part called invoice")
+
+    box = root.locator("[data-testid=gmchat-confirm-box]")
+    expect(box).to_be_visible(timeout=30_000)
+    expect(box.locator("td").first).to_have_text("invoice\u27e8U+202E\u27e9fdp.exe")
+    expect(box.locator("[data-testid=invisible-warning]")).to_have_text(
+        "This change holds characters that display differently from what is stored"
+        " (shown as \u27e8U+\u2026\u27e9)."
+    )
+    assert "\u202e" not in (box.text_content() or "")
+    box.locator("[data-testid=gmchat-reject]").click()
+    expect(box.locator("[data-testid=gmchat-confirm]")).to_be_disabled()
+    expect(box).to_contain_text("rejected", timeout=30_000)
+
+
 def test_a_reload_right_after_confirm_does_not_interrupt_the_turn(
     page: Page, confirm_lab: JupyterApp, dialogs: list[str]
 ) -> None:

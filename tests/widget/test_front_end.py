@@ -1,17 +1,21 @@
 """The front end's pure parts (markdown rendering and sanitization in a jsdom document, replay
 bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom,
 the header's cost and context gauge, knowledge: the recall step, the trusted label, the save
-form, the knowledge view and the panel's knowledge requests),
+form, the knowledge view and the panel's knowledge requests, invisible characters written out
+on the confirmation card),
 tested with node's own runner against the built modules; and the built modules themselves,
 which must be what the TypeScript sources in ``frontend/`` build to today."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from gmchat_nb.core.guards.invisible import INVISIBLE_RANGES
 
 JS_TESTS = Path(__file__).parent / "js"
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +41,7 @@ def node() -> str:
         "test_charts.mjs",
         "test_usage.mjs",
         "test_knowledge.mjs",
+        "test_invisible.mjs",
     ],
 )
 def test_the_front_end_helpers(script: str) -> None:
@@ -45,6 +50,19 @@ def test_the_front_end_helpers(script: str) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout
+
+
+def test_the_card_reveals_the_characters_the_guards_strip() -> None:
+    """The front end's ranges (frontend/src/invisible.ts) are the Python guard's, exactly."""
+    script = (
+        f"const m = await import({json.dumps((STATIC / 'chat.js').as_uri())});"
+        "console.log(JSON.stringify(m.INVISIBLE_RANGES));"
+    )
+    done = subprocess.run(
+        [node(), "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [tuple(pair) for pair in json.loads(done.stdout)] == list(INVISIBLE_RANGES)
 
 
 def test_the_installed_front_end_is_a_fresh_build_of_its_sources(tmp_path: Path) -> None:

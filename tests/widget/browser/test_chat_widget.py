@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -190,6 +191,35 @@ def test_confirming_a_mutation_runs_it_once(open_lab: Callable[[str], Page]) -> 
     expect(box).to_contain_text("applied")
     run_cell(page, CHECK_CELL)
     expect(cell_output(page, CHECK_CELL)).to_have_text("Spring parts: 1", timeout=15_000)
+
+
+def test_a_bidi_override_in_a_pending_change_shows_as_an_escape(
+    open_lab: Callable[[str | Path], Page], tmp_path: Path
+) -> None:
+    """The model asks to create "invoice\u202efdp.exe" (read "invoice…exe.pdf" on screen): the
+    card writes the right-to-left override out, so what it shows is what would be stored."""
+    notebook = json.loads((Path(__file__).parent / "notebooks" / "confirm.ipynb").read_text())
+    setup = notebook["cells"][CHAT_CELL]
+    source = "".join(setup["source"])
+    assert '{"name": "Spring"}' in source
+    # The notebook's Python source spells the override as an escape.
+    setup["source"] = source.replace('{"name": "Spring"}', '{"name": "invoice\\u202efdp.exe"}')
+    copy = tmp_path / "confirm_bidi.ipynb"
+    copy.write_text(json.dumps(notebook))
+    page = open_lab(copy)
+    root = show_chat(page, CHAT_CELL)
+    ask(page, "Create a part called invoice")
+    box = root.locator("[data-testid=gmchat-confirm-box]")
+    expect(box).to_be_visible(timeout=15_000)
+    expect(box.locator("td").first).to_have_text("invoice\u27e8U+202E\u27e9fdp.exe")
+    expect(box.locator("[data-testid=invisible-warning]")).to_have_text(
+        "This change holds characters that display differently from what is stored"
+        " (shown as \u27e8U+\u2026\u27e9)."
+    )
+    assert "\u202e" not in (box.text_content() or "")
+    box.locator("[data-testid=gmchat-reject]").click()
+    expect(box.locator("[data-testid=gmchat-confirm]")).to_be_disabled()
+    expect(box).to_contain_text("rejected", timeout=15_000)
 
 
 def test_rejecting_a_mutation_leaves_the_data_unchanged(open_lab: Callable[[str], Page]) -> None:
