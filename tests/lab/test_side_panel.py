@@ -10,6 +10,7 @@ import time
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from ..widget.browser.cards import expect_escaped_and_reject
 from .conftest import ANSWER_CHUNKS
 from .servers import JupyterApp
 
@@ -248,17 +249,7 @@ def test_a_bidi_override_in_a_pending_change_shows_as_an_escape_in_the_panel(
 
     ask(root, "Add a part called invoice")
 
-    box = root.locator("[data-testid=gmchat-confirm-box]")
-    expect(box).to_be_visible(timeout=30_000)
-    expect(box.locator("td").first).to_have_text("invoice\u27e8U+202E\u27e9fdp.exe")
-    expect(box.locator("[data-testid=invisible-warning]")).to_have_text(
-        "This change holds characters that display differently from what is stored"
-        " (shown as \u27e8U+\u2026\u27e9)."
-    )
-    assert "\u202e" not in (box.text_content() or "")
-    box.locator("[data-testid=gmchat-reject]").click()
-    expect(box.locator("[data-testid=gmchat-confirm]")).to_be_disabled()
-    expect(box).to_contain_text("rejected", timeout=30_000)
+    expect_escaped_and_reject(root.locator("[data-testid=gmchat-confirm-box]"), 30_000)
 
 
 def test_a_reload_right_after_confirm_does_not_interrupt_the_turn(

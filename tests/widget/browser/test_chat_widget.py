@@ -14,6 +14,7 @@ from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
+from .cards import expect_escaped_and_reject
 from .lab import (
     ask,
     cell_output,
@@ -209,17 +210,7 @@ def test_a_bidi_override_in_a_pending_change_shows_as_an_escape(
     page = open_lab(copy)
     root = show_chat(page, CHAT_CELL)
     ask(page, "Create a part called invoice")
-    box = root.locator("[data-testid=gmchat-confirm-box]")
-    expect(box).to_be_visible(timeout=15_000)
-    expect(box.locator("td").first).to_have_text("invoice\u27e8U+202E\u27e9fdp.exe")
-    expect(box.locator("[data-testid=invisible-warning]")).to_have_text(
-        "This change holds characters that display differently from what is stored"
-        " (shown as \u27e8U+\u2026\u27e9)."
-    )
-    assert "\u202e" not in (box.text_content() or "")
-    box.locator("[data-testid=gmchat-reject]").click()
-    expect(box.locator("[data-testid=gmchat-confirm]")).to_be_disabled()
-    expect(box).to_contain_text("rejected", timeout=15_000)
+    expect_escaped_and_reject(root.locator("[data-testid=gmchat-confirm-box]"), 15_000)
 
 
 def test_rejecting_a_mutation_leaves_the_data_unchanged(open_lab: Callable[[str], Page]) -> None:
