@@ -82,8 +82,16 @@ class KnowledgeBook:
         self.project_key = project_key
         self.owner = owner
         self.may_share = may_share
-        self.vectors = embedder() if vectors == "auto" else vectors
+        self._vectors = vectors  # "auto": loaded when first needed (see vectors)
         self._clock = clock
+
+    @property
+    def vectors(self) -> Embedder | None:
+        """The embedding model, loaded on first use: a session over a project without knowledge,
+        and every turn that recalls nothing, never pays the model's load (0.4 s)."""
+        if self._vectors == "auto":
+            self._vectors = embedder()
+        return self._vectors
 
     # -- reading -------------------------------------------------------------------------------
 
