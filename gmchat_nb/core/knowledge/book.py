@@ -321,8 +321,7 @@ class KnowledgeBook:
             wanted = "stale" if problem else "active"
             if wanted != record.status or (problem or None) != record.stale_reason:
                 changes: dict[str, Any] = {"status": wanted, "stale_reason": problem or None}
-                if wanted != record.status:  # moves the version mark the cached vectors follow
-                    changes["updated_at"] = max(self._clock(), record.updated_at)
+                # (every write moves the project's version mark, which the cached vectors follow)
                 # marking is not an edit: it is written whoever may edit the entry
                 self.store.update_knowledge(
                     self.project_key, record.owner, record.id, may_share=True, changes=changes
