@@ -226,8 +226,8 @@ class Notice(_Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Recall(_Event):
     """gmchat_nb's addition: the knowledge recalled for this turn, sent before its first model
-    request when recall is on and the project has knowledge this person may see (a project with
-    none has nothing to recall from, and its turns look as before). ``items`` are ``{"kind", "id", "name", "score"}``, best first:
+    request when recall is on and the project has any knowledge (a project with none has nothing
+    to recall from, and its turns look as before). ``items`` are ``{"kind", "id", "name", "score"}``, best first:
     ``kind`` is ``verified_query``, ``definition`` or ``note``, ``score`` the fused rank score;
     empty when nothing relevant was found. See :mod:`gmchat_nb.core.knowledge`."""
 

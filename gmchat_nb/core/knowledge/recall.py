@@ -126,12 +126,10 @@ class Recalled:
 def recall(book: KnowledgeBook, question: str, mode: str = "hybrid") -> Recalled | None:
     """The entries relevant to ``question`` (``mode``: :data:`MODES`; ``hybrid`` without the
     embedding model is ``keyword``); ``None`` when there is nothing to recall from: recall is
-    off, or the project has no knowledge this person may see (a turn then looks as it did
-    before knowledge existed: no ``recall`` event, no search, no embedding)."""
+    off, or the project has no knowledge at all (a turn then looks as it did before knowledge
+    existed: no ``recall`` event, no search, no embedding)."""
     if mode == "off" or book.store.knowledge_version(book.project_key)[0] == 0:
         return None
-    if not book.store.has_knowledge(book.project_key, book.owner):
-        return None  # others' personal entries only: as if there were none
     if not question.strip():
         return Recalled()
     terms = search_terms(question)

@@ -403,15 +403,6 @@ class KnowledgeRows(Database):
         )
         return [(row[0], bytes(row[1])) for row in rows]
 
-    def has_knowledge(self, project: str, owner: str) -> bool:
-        """Whether ``owner`` may see any active entry in ``project`` (another user's personal
-        entries do not count: whether they exist is not this reader's to learn)."""
-        rows = self._read(
-            f"SELECT 1 FROM knowledge WHERE {_VISIBLE} AND status = 'active' LIMIT 1",
-            (project, owner),
-        )
-        return bool(rows)
-
     def knowledge_version(self, project: str) -> tuple[int, int]:
         """``(entries, version)``: how many entries ``project`` has (0: none) and a number that
         every write to them raises, for caches of their vectors (any process's). One row of

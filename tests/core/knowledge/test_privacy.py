@@ -116,17 +116,3 @@ def test_another_projects_knowledge_is_not_this_ones(store: ChatStore, demo: Pro
         here.get(entry.id)
     assert recalled(here, "Which active projects are there?", "keyword") == []
     assert here.remove_mine() == 0 and [r.id for r in there.list()] == [entry.id]
-
-
-def test_anothers_personal_entries_do_not_even_start_a_recall(
-    alice: KnowledgeBook, bob: KnowledgeBook
-) -> None:
-    """Bob's notes exist; to Alice's turn the project has no knowledge: no recall at all (an
-    empty ``recall`` event would tell her that someone keeps something here)."""
-    from gmchat_nb.core.knowledge import recall
-
-    bob.add_note("amounts in EUR")
-    assert recall(alice, "Which parts are made of titanium?", "keyword") is None
-    assert recall(bob, "Which parts are made of titanium?", "keyword") is not None
-    alice.add_definition("active project", "status active or planned")
-    assert recall(alice, "Which parts are made of titanium?", "keyword") is not None
