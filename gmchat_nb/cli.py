@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from .chat import Chat  # eager costs nothing: importing gmchat_nb (this package) imports it
+from .cli_agent_tokens import add_agent_token_parser, agent_token
 from .cli_knowledge import add_knowledge_parser, add_user_option, knowledge, user_actor
 from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
@@ -73,6 +74,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _mcp(options)
     if options.command == "knowledge":
         return knowledge(options)
+    if options.command == "agent-token":
+        return agent_token(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -141,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print one JSON event per line")
     add_user_option(ask)
     add_knowledge_parser(commands)
+    add_agent_token_parser(commands)
     mcp = commands.add_parser(
         "mcp",
         help="serve the chat's tools to an agent over MCP (stdio)",

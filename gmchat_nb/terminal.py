@@ -22,6 +22,7 @@ from .core.events import (
     ToolResult,
 )
 from .core.frames import flatten_row
+from .core.guards.intent import UNREAD_REQUEST_NOTE
 from .core.guards.invisible import HIDDEN_WARNING, mark_invisible
 
 __all__ = ["ask_in_terminal", "recall_line", "render_table"]
@@ -103,6 +104,8 @@ def _confirm_mutation(event: ConfirmMutation, out: TextIO, numbers: dict[str, in
     print(f"? {_printable(shown, 100_000)} needs your confirmation", file=out)
     if marked:
         print(f"  ! {HIDDEN_WARNING}", file=out)
+    if (event.provenance or {}).get("request_unread") is True:
+        print(f"  ! {UNREAD_REQUEST_NOTE}", file=out)
 
 
 # how the recall line names each kind of entry: (one, several)

@@ -85,7 +85,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gmchat_nb.chat",),
     # The MCP server over the agent tools (the official SDK), which stdio and the extension serve.
     ("gmchat_nb.mcp_server",),
-    ("gmchat_nb.widget", "gmchat_nb.server_ext", "gmchat_nb.terminal", "gmchat_nb.cli_knowledge"),
+    (
+        "gmchat_nb.widget",
+        "gmchat_nb.server_ext",
+        "gmchat_nb.terminal",
+        "gmchat_nb.cli_knowledge",
+    ),
+    # ``gmchat agent-token`` takes ``gmchat knowledge``'s ``--user``.
+    ("gmchat_nb.cli_agent_tokens",),
     # The public API package (``%load_ext`` wires in the widget) and the ``gmchat`` command.
     ("gmchat_nb", "gmchat_nb.cli"),
     # The evaluation runner drives chats through the public API.

@@ -3,11 +3,14 @@
  * over a `Transport`. It sends `hello` (with its saved cursor after a reload), builds itself from
  * the `snapshot` (or `replay`) answer, then applies `turn_start`, `events`, `table`, `turn_end`,
  * `table_page`, `frame_bound`, `chart_options`, `conversations`, `knowledge` (the answers to its
- * knowledge requests: knowledge.ts, the header's knowledge view) and `error` as they arrive. Every
+ * knowledge requests: knowledge.ts, the header's knowledge view) and `error` as they arrive. A host
+ * that reaches the agent-token routes (the side panel) adds the header's **Agents** drawer
+ * (agent-tokens-view.ts). Every
  * view keeps its own state, and its cursor and turns in sessionStorage so a reload replays (see
  * replay.ts).
  */
 
+import { type AgentTokensOptions, AgentTokensView } from "./agent-tokens-view";
 import type { ChartLoader } from "./chart";
 import type { ConfirmBox } from "./confirm";
 import { ConversationPicker } from "./conversations";
@@ -45,6 +48,11 @@ export interface ChatViewOptions {
    * title and data table only.
    */
   loadCharts?: ChartLoader | null;
+  /**
+   * The person's agent tokens (the side panel, which reaches the `{url}agent-tokens/` routes with
+   * the browser session): the header gets **Agents**. Without it (the notebook widget) no button.
+   */
+  agentTokens?: AgentTokensOptions | null;
 }
 
 function isRecord(value: unknown): value is TurnRecord {
@@ -60,6 +68,7 @@ export class ChatView implements TurnHost {
   /** Knowledge requests of this view and its turns (answers come back as `knowledge`). */
   readonly knowledge: KnowledgeClient;
   private readonly knowledgeView: KnowledgeView;
+  private readonly agentsView: AgentTokensView | null;
   private readonly turns = new Map<number, TurnView>(); // index -> TurnView
   private readonly dirty = new Set<TurnView>();
   private readonly countdowns = new Set<ConfirmBox>();
@@ -116,7 +125,15 @@ export class ChatView implements TurnHost {
       onClick: () => this.knowledgeView.toggle(),
     });
     knowledgeButton.setAttribute("aria-expanded", "false");
-    this.knowledgeView = new KnowledgeView(this.knowledge, (open) => knowledgeButton.setAttribute("aria-expanded", String(open)));
+    this.knowledgeView = new KnowledgeView(this.knowledge, (open) => {
+      knowledgeButton.setAttribute("aria-expanded", String(open));
+      if (open && this.agentsView?.isOpen) this.agentsView.toggle(false); // one drawer at a time: a sidebar is short
+    });
+    this.agentsView = options.agentTokens
+      ? new AgentTokensView(options.agentTokens, this.copyText, (open) => {
+          if (open && this.knowledgeView.isOpen) this.knowledgeView.toggle(false);
+        })
+      : null;
     this.log = h("div", {
       cls: "gmchat-log",
       attrs: { role: "log", "aria-live": "polite", "aria-label": "Chat messages", tabindex: "0" },
@@ -157,9 +174,11 @@ export class ChatView implements TurnHost {
             this.picker.el,
             button("Clear", { testid: "gmchat-clear", aria: "Clear the conversation", onClick: () => this.send({ type: "clear" }) }),
             knowledgeButton,
+            this.agentsView?.toggleButton,
           ]),
         ]),
         this.knowledgeView.el,
+        this.agentsView?.el,
         this.log,
         this.notice,
         h("div", { cls: "gmchat-composer" }, [this.input, h("div", { cls: "gmchat-composer-buttons" }, [this.sendButton, this.stopButton])]),
@@ -423,6 +442,12 @@ export class ChatView implements TurnHost {
   private kernelError(msg: ErrorInfo): void {
     // (the charts waiting for the library say so themselves)
     if (msg.code !== "charts_unavailable") this.showNotice(msg);
+    if (msg.call_id) {
+      // a decision the server did not take: its card says so (and may be answered again)
+      for (const turn of this.turns.values()) {
+        turn.confirms.get(msg.call_id)?.notDecided(errorText(msg), msg.code === "server_unreachable");
+      }
+    }
     for (const table of this.tables.values()) table.unblock();
     if (this.pendingAsk !== null && !this.input.value) {
       this.input.value = this.pendingAsk; // the question was refused: give it back
@@ -568,6 +593,7 @@ export class ChatView implements TurnHost {
     this.stopTicker();
     this.knowledge.dispose();
     this.knowledgeView.dispose();
+    this.agentsView?.toggle(false); // (a secret still shown leaves the page)
     this.countdowns.clear();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();

@@ -8,7 +8,7 @@
 
 import { button, h } from "./dom";
 import { formatCell, toolOutcome } from "./format";
-import { FLAGGED_WARNING, confirmProvenance, pathsByKey } from "./guards";
+import { FLAGGED_WARNING, UNREAD_REQUEST_NOTE, confirmProvenance, pathsByKey } from "./guards";
 import { INVISIBLE_WARNING, revealInvisible, revealInvisibleIn } from "./invisible";
 import type { ConfirmMutationEvent } from "./protocol";
 import type { Send } from "./table";
@@ -95,6 +95,9 @@ export class ConfirmBox {
         provenance.flagged
           ? h("div", { cls: "gmchat-flagged-warning", testid: "flagged-warning", attrs: { role: "alert" }, text: FLAGGED_WARNING })
           : null,
+        provenance.requestUnread
+          ? h("div", { cls: "gmchat-flagged-warning", testid: "unread-request", attrs: { role: "alert" }, text: UNREAD_REQUEST_NOTE })
+          : null,
         rows.length ? h("table", { cls: "gmchat-kv" }, [h("tbody", {}, rows)]) : h("div", { cls: "gmchat-muted", text: "(no input)" }),
         strays.length ? h("div", { cls: "gmchat-from-data-more" }, strayTags) : null,
         provenance.fromData.length
@@ -143,6 +146,22 @@ export class ConfirmBox {
     this.countdown.textContent = "";
     this.el.classList.add("gmchat-closed");
     if (reason) this.outcome.textContent = reason;
+  }
+
+  /** The decision did not reach the server or was refused: say why. A server out of reach may
+   * be asked again (the buttons come back); any other refusal (expired, decided elsewhere, not
+   * this person's to decide) leaves the card closed with the server's reason. */
+  notDecided(reason: string, retry: boolean): void {
+    if (retry) {
+      this.closed = false;
+      this.confirmButton.disabled = false;
+      this.rejectButton.disabled = false;
+      this.el.classList.remove("gmchat-closed");
+      this.outcome.textContent = `not decided \u2014 ${reason}`;
+      return;
+    }
+    this.close();
+    this.outcome.textContent = `not decided \u2014 ${reason}`;
   }
 
   /** The mutation's tool result arrived: say what became of it. */

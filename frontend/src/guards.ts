@@ -17,6 +17,9 @@ const FLAG_REASON_TEXTS: Readonly<Record<string, string>> = {
 };
 
 export const FLAGGED_WARNING = "Text that looks like instructions was read in this turn; check this change carefully.";
+// provenance.request_unread: the user's words are in a language the intent gate cannot read.
+export const UNREAD_REQUEST_NOTE =
+  "Your message could not be read as asking for this change (it is in a language the change check does not read): confirm only if you asked for it.";
 
 export interface Flag {
   path: string;
@@ -54,18 +57,21 @@ export function flagText(flag: Flag): string {
 export interface ConfirmProvenance {
   fromData: string[];
   flagged: boolean;
+  requestUnread: boolean;
 }
 
 /**
- * A confirmation's provenance: the input paths whose values are not in the user's words, and
- * whether text flagged as suspicious was read in the turn.
+ * A confirmation's provenance: the input paths whose values are not in the user's words,
+ * whether text flagged as suspicious was read in the turn, and whether the user's words could
+ * not be read as a request at all (their language).
  */
 export function confirmProvenance(provenance: unknown): ConfirmProvenance {
-  if (!isObject(provenance)) return { fromData: [], flagged: false };
+  if (!isObject(provenance)) return { fromData: [], flagged: false, requestUnread: false };
   const paths = Array.isArray(provenance.from_data) ? (provenance.from_data as unknown[]) : [];
   return {
     fromData: [...new Set(paths.map(formatCell).filter(Boolean))],
     flagged: provenance.flagged_data_read === true,
+    requestUnread: provenance.request_unread === true,
   };
 }
 

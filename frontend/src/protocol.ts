@@ -60,6 +60,7 @@ export interface ToolResultEvent extends EventBase {
 export interface Provenance {
   from_data?: unknown;
   flagged_data_read?: unknown;
+  request_unread?: unknown;
 }
 
 export interface ConfirmMutationEvent extends EventBase {
@@ -156,6 +157,8 @@ export interface ErrorInfo {
   message?: string;
   code?: string;
   retry_after_seconds?: number | null;
+  /** The confirmation a refused decision was about (the side panel's `confirm/`). */
+  call_id?: string;
 }
 
 export interface ErrorEvent extends EventBase, ErrorInfo {

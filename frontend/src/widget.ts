@@ -32,6 +32,7 @@ export {
   sanitizedFragment,
 } from "./markdown";
 export { isServerMessage } from "./protocol";
+export { SseParser } from "./transport/sse";
 export { ChartView, DENIED_KEYS, MARK_TYPES, SCHEMA, chartDataTable, checkSpec } from "./chart";
 export { ChartPicker } from "./chart-picker";
 export { EVENT_RENDERERS } from "./turn";
@@ -51,6 +52,27 @@ export {
 export { EntryForm, defaultName } from "./knowledge-forms";
 export { KnowledgeView } from "./knowledge-view";
 export { knowledgeOverHttp, refusalOf } from "./transport/server-knowledge";
+export {
+  DEFAULT_EXPIRY_DAYS,
+  EXPIRY_CHOICES,
+  NAME_MAX,
+  createRequest,
+  mcpConfig,
+  mcpUrl,
+  nameProblem,
+  prefixText,
+  problemText as agentTokenProblemText,
+  scopesFor,
+  scopesText,
+  stateLabel,
+  timeText,
+  tokenOf,
+  tokenTimes,
+  tokensOf,
+} from "./agent-tokens";
+export { CreateTokenForm, secretBox } from "./agent-tokens-form";
+export { AgentTokensView } from "./agent-tokens-view";
+export { AgentTokensClient, NO_AGENT_TOKEN_ROUTES, agentTokenRefusal } from "./transport/server-agent-tokens";
 export {
   CONTEXT_ERROR,
   CONTEXT_WARNING,

@@ -16,6 +16,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Dict, Float, Int, Unicode
 
 from ..core.settings import ChatSettings, load_settings
+from .agent_tokens import AgentTokenHandler, AgentTokensHandler
 from .charts import TurnChartHandler
 from .durable import (
     CancelHandler,
@@ -171,6 +172,8 @@ class GMChat(ExtensionApp):
                     ConversationKnowledgeHandler,
                     common,
                 ),
+                (prefix + "/agent-tokens/?", AgentTokensHandler, common),
+                (prefix + "/agent-tokens/([^/]+)/?", AgentTokenHandler, common),
                 (prefix + "/ws", ChatSocket, common),
                 self._mcp_route(common),
             ]

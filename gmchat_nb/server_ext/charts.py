@@ -28,7 +28,7 @@ from tornado import web
 from ..core.charts.answer import chart_answer
 from .durable import UNKNOWN_TURN, DurableHandler
 from .handlers import allow
-from .requests import Refused
+from .requests import Refused, not_a_parameter
 
 __all__ = ["TurnChartHandler", "chart_answer"]
 
@@ -97,9 +97,10 @@ class TurnChartHandler(DurableHandler):
 
     def _parameters(self) -> tuple[str, dict[str, Any] | None]:
         """``call_id`` and the intent the query parameters ask for (None: none asked)."""
-        # (a name of digits alone is JupyterLab's cache-buster, `?1796318499317`: not a parameter)
         arguments = {
-            name: raw for name, raw in self.request.query_arguments.items() if not name.isdigit()
+            name: raw
+            for name, raw in self.request.query_arguments.items()
+            if not not_a_parameter(name)  # ?token=, a cache-buster
         }
         unknown = sorted(name for name in arguments if name not in ("call_id", *INTENT_PARAMETERS))
         if unknown:

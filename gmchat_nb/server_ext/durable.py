@@ -12,11 +12,20 @@
   (with its ``turn_id``). ``Last-Event-ID`` (or ``?after=N``) replays strictly after N, then the
   stream hands over to live events without a gap or a duplicate: it always reads the journal,
   and commits only wake it. A cursor ahead of the journal is ``409``; one older than what
-  retention kept is ``410 {"error": "resync_required", ...}``.
-* ``POST {url}conversations/{id}/turns/{turn_id}/cancel`` ``{command_id}``: ``cancelled``,
-  ``duplicate`` (this command again) or ``too_late`` (ended, or cancelled by another command),
-  with the turn's state and the journal's last position. Cooperative: the turn stops at its next
-  step and closes as interrupted; an effect already under way is not claimed undone.
+  retention kept is ``410 {"error": "resync_required", ...}``. A turn this server runs that
+  cannot write (its store is full, read-only or away) is said as it happens: a ``notice`` of
+  kind ``store`` frame without ``id:`` (live only: the journal cannot take it, and it is never
+  replayed); the stream itself waits for the store and goes on.
+* ``POST {url}conversations/{id}/turns/{turn_id}/cancel`` ``{command_id}``: answers how the
+  turn ended, with its state and the journal's last position. The command is recorded in the
+  store (once the store took it, the turn can only end ``interrupted``: its end or suspension
+  is refused to its driver), then the answer waits — on this server or any other sharing the
+  store — up to :data:`CANCEL_WAIT_SECONDS` for the turn's terminal event: ``cancelled`` (the
+  turn ended ``interrupted`` after a command was recorded), ``too_late`` (it had ended before,
+  or ended otherwise), ``duplicate`` (this command id again, with the same wait), or, when the
+  wait runs out, ``202 pending`` with the turn's state: the command stands and the turn's
+  ``interrupted`` follows in the journal. Cooperative: the turn stops at once, at its next step
+  or at its next write; an effect already under way is not claimed undone.
 * ``GET {url}conversations/{id}/turns/``: ``{conversation_id, latest_sequence, turns}``, the
   conversation's turns in journal order, each ``{turn_id, text, state, started_at, ended_at,
   first_sequence, last_sequence}`` — its question as the store keeps it (an admitted turn's
@@ -28,6 +37,10 @@
   finished ones), as the widget's evidence panel shows them: its GraphQL ``document`` and
   ``variables``, compiled again from the journaled call by the project's own compiler, and a
   ``code`` cell that re-runs it. Read from the store alone, so any server sharing it answers.
+
+Over 400 lines: the durable routes share one envelope (:class:`DurableHandler`), the turn id
+rule and the journal's frames; each route is a short class, and apart they would import each
+other.
 """
 
 from __future__ import annotations
@@ -49,6 +62,7 @@ from ..core.turns import (
     JournalEntry,
     TurnBusy,
     TurnConflict,
+    TurnRecord,
     TurnSummary,
     UnknownConversation,
 )
@@ -64,6 +78,7 @@ __all__ = [
     "TurnEvidenceHandler",
     "TurnsHandler",
     "frame",
+    "live_frame",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,6 +86,8 @@ log = logging.getLogger(__name__)
 TURN_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 UNKNOWN_TURN = "No turn with that id in this conversation."
 CANCEL_WAIT_SECONDS = 5.0  # how long a cancel waits for the turn to journal its end
+ENDED_POLL_SECONDS = 0.25  # the wait's look at the store when no journal write wakes it
+STORE_RETRY_SECONDS = 1.0  # an events stream's next look at a store that was away
 
 
 def _identifier(payload: dict[str, Any], key: str) -> str:
@@ -86,6 +103,13 @@ def frame(entry: JournalEntry) -> bytes:
     """One journaled event as an SSE frame: ``id`` is its position (:meth:`JournalEntry.frame`)."""
     kind = str(entry.payload.get("type", "message"))
     return f"id: {entry.position}\nevent: {kind}\ndata: {json.dumps(entry.frame())}\n\n".encode()
+
+
+def live_frame(payload: dict[str, Any]) -> bytes:
+    """A live-only event (never journaled) as an SSE frame: no ``id``, so a reader's
+    ``Last-Event-ID`` stays the journal's."""
+    kind = str(payload.get("type", "message"))
+    return f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode()
 
 
 class DurableHandler(GMChatHandler):
@@ -220,25 +244,38 @@ class ConversationEventsHandler(DurableHandler):
         return cursor
 
     async def _follow(self, conversation_id: str, cursor: int) -> None:
-        """Journal rows after ``cursor`` as they are committed, until the client goes away."""
+        """Journal rows after ``cursor`` as they are committed, and the live feed's frames as
+        they are published, until the client goes away. A store that is away for a while
+        (a database server restarting) is waited for, not the end of the stream."""
         store = self.runtime.store
-        while not self._closed.is_set():
-            woken = self.runtime.watch(conversation_id)  # before reading: no commit is missed
-            try:
-                rows = await self.runtime.on_engine(store.journal_after, conversation_id, cursor)
-                if rows:
-                    for row in rows:
-                        self.write(frame(row))
-                    await self.flush()
-                    cursor = rows[-1].position
-                    continue
+        with self.runtime.live.subscribe(conversation_id) as live:
+            while not self._closed.is_set():
+                woken = self.runtime.watch(conversation_id)  # before reading: nothing is missed
                 try:
-                    await asyncio.wait_for(woken.wait(), self.keepalive_seconds)
-                except TimeoutError:
-                    self.write(KEEPALIVE)
+                    for payload in live.drain():
+                        self.write(live_frame(payload))
+                    wait = self.keepalive_seconds
+                    try:
+                        rows = await self.runtime.on_engine(
+                            store.journal_after, conversation_id, cursor
+                        )
+                    except STORE_UNAVAILABLE as error:
+                        log.debug("gmchat's events stream waits for its store: %s", error)
+                        rows, wait = [], min(wait, STORE_RETRY_SECONDS)
+                    if rows:
+                        for row in rows:
+                            self.write(frame(row))
+                        await self.flush()
+                        cursor = rows[-1].position
+                        continue
                     await self.flush()
-            finally:
-                self.runtime.unwatch(conversation_id, woken)
+                    try:
+                        await asyncio.wait_for(woken.wait(), wait)
+                    except TimeoutError:
+                        self.write(KEEPALIVE)
+                        await self.flush()
+                finally:
+                    self.runtime.unwatch(conversation_id, woken)
 
     def on_connection_close(self) -> None:
         """A reader that goes away stops reading; the turn it watched runs on."""
@@ -300,39 +337,51 @@ class CancelHandler(DurableHandler):
                 raise Refused(404, "bad_event", UNKNOWN_TURN)
         except Refused as refused:
             return self.refuse(refused)
-        if result == "cancelled":
-            # The server running the turn (this one or another sharing the store) heard the
-            # command and stops it; its end is journaled, which wakes this wait. Past the wait
-            # the journal will say so.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ended(conversation_id, turn_id), CANCEL_WAIT_SECONDS)
         turn = await self.runtime.on_engine(store.turn, conversation_id, turn_id)
+        ended_before = result == "too_late" and (turn is None or turn.state in FINAL_TURN_STATES)
+        if not ended_before:
+            # A command is recorded (this one, or another before it): the server running the
+            # turn (this one or another sharing the store) stops it, and its end can only be
+            # `interrupted`. The answer tells the end the store has, not the command's hope.
+            turn = await self._ended(conversation_id, turn_id)
         latest = await self.runtime.on_engine(store.last_position, conversation_id)
-        self.answer(
-            200,
-            {
-                "result": result,
-                "turn_id": turn_id,
-                "state": turn.state if turn is not None else "unknown",
-                "sequence": latest,
-            },
-        )
+        state = turn.state if turn is not None else "unknown"
+        status, outcome = (200, "too_late") if ended_before else cancel_outcome(result, state)
+        body = {"result": outcome, "turn_id": turn_id, "state": state, "sequence": latest}
+        self.answer(status, body)
 
-    async def _ended(self, conversation_id: str, turn_id: str) -> None:
-        """Return once the turn is in a final state in the store (woken by journal writes)."""
+    async def _ended(self, conversation_id: str, turn_id: str) -> TurnRecord | None:
+        """The turn once it is in a final state in the store (woken by journal writes, else
+        looked at every :data:`ENDED_POLL_SECONDS`), or as it is after
+        :data:`CANCEL_WAIT_SECONDS`."""
+        store = self.runtime.store
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CANCEL_WAIT_SECONDS
         woken = self.runtime.watch(conversation_id)
         try:
             while True:
                 woken.clear()
-                turn = await self.runtime.on_engine(
-                    self.runtime.store.turn, conversation_id, turn_id
+                turn: TurnRecord | None = await self.runtime.on_engine(
+                    store.turn, conversation_id, turn_id
                 )
-                if turn is None or turn.state in FINAL_TURN_STATES:
-                    return
+                left = deadline - loop.time()
+                if turn is None or turn.state in FINAL_TURN_STATES or left <= 0:
+                    return turn
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), 1.0)
+                    await asyncio.wait_for(woken.wait(), min(left, ENDED_POLL_SECONDS))
         finally:
             self.runtime.unwatch(conversation_id, woken)
+
+
+def cancel_outcome(recorded: str, state: str) -> tuple[int, str]:
+    """The cancel route's status and ``result`` for a turn that was open when a command was
+    recorded (``recorded``: the store's word on this command — ``cancelled``, ``duplicate``,
+    or ``too_late`` for another command recorded first), from its ``state`` after the wait."""
+    if state not in FINAL_TURN_STATES and state != "unknown":
+        return 202, "pending"  # the command stands: the turn's `interrupted` follows
+    if recorded == "duplicate":
+        return 200, "duplicate"
+    return 200, "cancelled" if state == "interrupted" else "too_late"
 
 
 class TurnEvidenceHandler(DurableHandler):

@@ -23,6 +23,7 @@ from tornado import web
 
 from ..core.events import Error, answer_text, error_event
 from ..core.session import Actor, ChatSession
+from ..core.session.confirmations import PERSON_DECIDES
 from ..core.turns import StoreUnavailableError
 from .requests import Refused, decode_object, optional_string, required_string
 from .sessions import ChatRuntime, conversation_json
@@ -36,6 +37,7 @@ __all__ = [
     "GMChatHandler",
     "allow",
     "envelope",
+    "implemented",
     "unavailable_message",
 ]
 
@@ -83,6 +85,17 @@ file locked past the timeout or full, a file it cannot open): the documented ``c
 never an unhandled error."""
 
 
+def implemented(handler: type[web.RequestHandler]) -> list[str]:
+    """The HTTP methods a handler class answers itself (Tornado's default for the others is
+    405); OPTIONS, Jupyter's CORS preflight on every route, is no method of the resource."""
+    methods = ("GET", "POST", "PUT", "PATCH", "DELETE")
+    return [
+        m
+        for m in methods
+        if getattr(handler, m.lower()) is not getattr(web.RequestHandler, m.lower())
+    ]
+
+
 def unavailable_message(error: BaseException) -> str:
     """What a client is told when the store cannot be used: the store's own words when it says
     which store and what is wrong with it (never a password), else the generic message."""
@@ -93,6 +106,7 @@ class GMChatHandler(APIHandler):
     """Shared plumbing: the runtime, the actor, body parsing, the permission hook."""
 
     auth_resource = AUTH_RESOURCE
+    allowed_methods: tuple[str, ...] = ()  # what a 405's Allow names (default: implemented)
     runtime: ChatRuntime
     max_body_bytes: int
     keepalive_seconds: float  # the streaming routes' silence before a keep-alive comment
@@ -110,6 +124,16 @@ class GMChatHandler(APIHandler):
     def actor(self) -> Actor:
         """The Jupyter user as chat actor."""
         return self.runtime.actor(self.current_user)
+
+    @property
+    def person_session(self) -> bool:
+        """Whether a person's browser session sent this request: Jupyter's login cookie (whose
+        POSTs Jupyter has checked for the XSRF token), not a token in an ``Authorization``
+        header or a ``?token=`` argument. A token is what an agent or a script holds; only a
+        person's session decides an agent's change or manages agent tokens."""
+        if self.current_user is None or self.token_authenticated:
+            return False
+        return "Authorization" not in self.request.headers and not self.get_argument("token", "")
 
     def check_permission(self) -> None:
         """The ``permission`` setting: ``(user, request) -> bool``; False is 403."""
@@ -134,6 +158,8 @@ class GMChatHandler(APIHandler):
         if isinstance(error, STORE_UNAVAILABLE):
             self.refuse(Refused(503, "chat_error", unavailable_message(error)))
             return
+        if status_code == 405:  # RFC 9110: a 405 names the methods the route does take
+            self.set_header("Allow", ", ".join(self.allowed_methods or implemented(type(self))))
         super().write_error(status_code, **kwargs)
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
@@ -277,11 +303,20 @@ class ConfirmHandler(GMChatHandler):
         if expected is not None:
             await self._check_expected(conversation_id, expected)
         session = await self.session_for(conversation_id)
+        by_person = self.person_session
+        if not by_person and await self.runtime.on_engine(
+            session.person_must_decide, confirmation_id
+        ):
+            raise Refused(403, "bad_event", PERSON_DECIDES)  # an agent's change: a person's call
         durable = await self.runtime.on_engine(
             self.runtime.durable_turn_of, conversation_id, confirmation_id
         )
         events = session.resume(
-            confirmation_id, confirmed, transport="sse", unavailable_code="bad_event"
+            confirmation_id,
+            confirmed,
+            transport="sse",
+            unavailable_code="bad_event",
+            by_person=by_person,
         )
         run = self.runtime.start(
             conversation_id,
@@ -297,6 +332,8 @@ class ConfirmHandler(GMChatHandler):
         """``expected_sequence``: the journal position of the ``confirm_mutation`` event the
         answer is for (durable clients read it from the events stream). A decision made on a
         stale view of the conversation fails before anything runs."""
+        if isinstance(expected, float) and expected.is_integer():
+            expected = int(expected)  # 1.0 is the integer 1 to JSON (and JSON Schema 2020-12)
         if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
             raise Refused(400, "bad_event", "'expected_sequence' must be a whole number >= 0.")
         record = await self.runtime.on_engine(self.runtime.store.conversation, conversation_id)

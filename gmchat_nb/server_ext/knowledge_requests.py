@@ -22,6 +22,7 @@ from ..core.knowledge import KINDS, Draft, KnowledgeError
 from ..core.knowledge.yaml_io import read
 from ..core.settings.knowledge import KNOWLEDGE_MODES
 from ..core.text import json_kind, lone_surrogate_at
+from .requests import not_a_parameter
 
 __all__ = [
     "FromTurn",
@@ -242,11 +243,11 @@ def conversation_mode(payload: Mapping[str, Any]) -> str | None:
 
 
 def query_values(arguments: Mapping[str, list[bytes]], allowed: tuple[str, ...]) -> dict[str, str]:
-    """A route's query parameters: each at most once, UTF-8, one the route takes (a name of
-    digits alone is JupyterLab's cache-buster, ``?1796318499317``: not a parameter)."""
+    """A route's query parameters: each at most once, UTF-8, one the route takes (Jupyter's
+    ``?token=`` and JupyterLab's cache-buster are none: :func:`.requests.not_a_parameter`)."""
     values: dict[str, str] = {}
     for name, given in arguments.items():
-        if name.isdigit():
+        if not_a_parameter(name):
             continue
         if name not in allowed:
             takes = ", ".join(f"'{key}'" for key in allowed) or "no parameters"

@@ -13,7 +13,14 @@ from typing import Any
 
 from ..core.text import MAX_JSON_DEPTH, json_depth_exceeds, json_kind, lone_surrogate_at
 
-__all__ = ["Refused", "decode_object", "journal_cursor", "optional_string", "required_string"]
+__all__ = [
+    "Refused",
+    "decode_object",
+    "journal_cursor",
+    "not_a_parameter",
+    "optional_string",
+    "required_string",
+]
 
 
 class Refused(Exception):
@@ -96,6 +103,13 @@ def _check_unicode(value: str, key: str, code: str, what: str) -> None:
 
 def _too_deep(what: str) -> str:
     return f"{what} nests JSON more than {MAX_JSON_DEPTH} levels deep."
+
+
+def not_a_parameter(name: str) -> bool:
+    """Whether a query argument is no route's own: Jupyter's credential (``?token=``, which
+    Jupyter read before the route ran, and which the document allows on every route) or
+    JupyterLab's cache-buster (a name of digits alone, ``?1796318499317``)."""
+    return name == "token" or name.isdigit()
 
 
 MAX_CURSOR_DIGITS = 18  # a journal position always fits a 64-bit integer with room to spare

@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..core.dotted import DottedPathError, resolve_dotted
-from ..core.events import ChatEvent, event_from_dict
+from ..core.events import ChatEvent, Notice, event_from_dict
 from ..core.knowledge import project_key
 from ..core.project import Project
 from ..core.providers.base import BaseLLMProvider
@@ -60,6 +60,7 @@ from ..core.turns import (
     server_scope,
 )
 from .engine import Engine
+from .live import LiveFeed
 from .turn_run import ConversationBusy, TurnRun
 
 __all__ = ["ChatRuntime", "actor_for", "conversation_json"]
@@ -121,9 +122,11 @@ class ChatRuntime:
         # conversation id -> wake-ups of its event-stream readers (each on its reader's loop)
         self._watchers: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
         self._watchers_lock = threading.Lock()
+        self.live = LiveFeed()  # what readers here are told that the journal cannot hold
         self.store.on_journal(self._journaled)
         self.store.on_cancel(self._cancel_requested)
         self.turns.on_lost(self._cancel_requested)  # taken over elsewhere: stop it here
+        self.turns.on_store_wait(self._store_waits)
         continued: list[TurnRecord] = []
         try:
             # Turns a dead or stopped server left: those that only read run on here (taken over
@@ -382,6 +385,16 @@ class ChatRuntime:
         for loop, woken in watchers:
             with contextlib.suppress(RuntimeError):  # that reader's loop has closed
                 loop.call_soon_threadsafe(woken.set)
+
+    def _store_waits(self, conversation_id: str, turn_id: str, notice: Notice) -> None:
+        # A turn run here cannot write (its store is full, read-only or away): the journal
+        # cannot say so, so its live readers here are told at once — the request streaming it,
+        # and every reader of the conversation's events (woken as by a commit).
+        run = self.running_turn(conversation_id)
+        if run is not None and run.turn_id in (None, turn_id):
+            run.notify(notice)
+        self.live.publish(conversation_id, {**notice.to_dict(), "turn_id": turn_id})
+        self._journaled(conversation_id)
 
     def _cancel_requested(self, conversation_id: str, turn_id: str) -> None:
         # A cancel command recorded by any server sharing the store (this one included): the

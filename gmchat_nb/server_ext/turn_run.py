@@ -179,6 +179,15 @@ class TurnRun:
         """Stop the turn (its provider call is cancelled with it)."""
         self._future.cancel()
 
+    def notify(self, event: ChatEvent) -> None:
+        """Hand the reader an event that is not the turn's own and is never journaled (a
+        ``notice`` that its store cannot take writes), from any thread: now, unless nobody
+        reads this run live (a detached turn's readers follow the journal and the live feed;
+        an HTTP answer is read at the end) or its final event was sent."""
+        if self._detached or not self._streaming or self._ended:
+            return
+        self._deliver(Delivery.of(event))
+
     def abandon(self) -> None:
         """The client reading the turn went away: a durable turn runs on (its readers follow
         the journal, and an explicit cancel stops it), any other is cancelled."""

@@ -18,7 +18,7 @@ from tornado import web
 from ..core.session.usage import actor_usage
 from .durable import DurableHandler
 from .handlers import allow
-from .requests import Refused
+from .requests import Refused, not_a_parameter
 
 __all__ = ["UsageHandler"]
 
@@ -46,9 +46,10 @@ class UsageHandler(DurableHandler):
         self.answer(200, json.loads(json.dumps(body)))
 
     def _days(self) -> int:
-        # (a name of digits alone is JupyterLab's cache-buster, `?1796318499317`: not a parameter)
-        unknown = [
-            name for name in self.request.query_arguments if name != "days" and not name.isdigit()
+        unknown = [  # (?token= and a cache-buster are no parameters of the route)
+            name
+            for name in self.request.query_arguments
+            if name != "days" and not not_a_parameter(name)
         ]
         if unknown:
             raise Refused(400, "bad_event", "The usage route takes only 'days'.")

@@ -40,6 +40,7 @@ from .handlers import (
     STORE_UNAVAILABLE,
     UNAVAILABLE,
     UNKNOWN_CONVERSATION,
+    implemented,
     unavailable_message,
 )
 from .requests import (
@@ -88,17 +89,29 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
     def set_default_headers(self) -> None:
         """JupyterHandler's CSP headers mean nothing on a WebSocket upgrade."""
 
-    def check_origin(self, origin: str = "") -> bool:
-        """``allowed_origins`` when set, else Jupyter's rules; token sockets skip the check."""
+    def check_origin(self, origin: str | None = None) -> bool:
+        """``allowed_origins`` when set, else Jupyter's rules; token sockets skip the check.
+        Tornado asks with the upgrade's ``Origin``; Jupyter's XSRF check of any other method asks
+        without one, and then the request's own header counts -- none is a script's, as
+        everywhere in Jupyter (a default of ``""`` read as a foreign origin made an
+        unauthenticated POST here a 404 instead of the 403 it is)."""
+        if origin is None:
+            origin = self.request.headers.get("Origin")
         allowed = self.runtime.settings.allowed_origins
         if not allowed:
             return bool(super().check_origin(origin))
-        if self.skip_check_origin():
+        if self.skip_check_origin() or origin is None:
             return True
         host = self.request.headers.get("Host")
         if origin and host and urlparse(origin).netloc == host:
             return True
         return origin.rstrip("/").lower() in {o.rstrip("/").lower() for o in allowed}
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Jupyter's page; a 405 names the one method this route takes (RFC 9110)."""
+        if status_code == 405:
+            self.set_header("Allow", ", ".join(implemented(type(self))))
+        super().write_error(status_code, **kwargs)
 
     @ws_authenticated
     async def get(self, *args: Any, **kwargs: Any) -> None:
@@ -148,16 +161,26 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
         if running:
             self._follower = asyncio.create_task(self._follow(record.id, cursor, running))
 
-    async def _send_journal(self, conversation_id: str, cursor: int) -> int:
-        """Send the journal after ``cursor`` as it is now; the new cursor."""
+    async def _send_journal(
+        self, conversation_id: str, cursor: int, *, patient: bool = False
+    ) -> int:
+        """Send the journal after ``cursor`` as it is now; the new cursor. ``patient``: a store
+        that is away ends the sending with the cursor reached (a follower tries again)."""
         store = self.runtime.store
-        while entries := await self.runtime.on_engine(store.journal_after, conversation_id, cursor):
+        while True:
+            try:
+                entries = await self.runtime.on_engine(store.journal_after, conversation_id, cursor)
+            except STORE_UNAVAILABLE:
+                if not patient:
+                    raise
+                return cursor
+            if not entries:
+                return cursor
             for entry in entries:
                 if entry.payload.get("type") in ("done", "error"):
                     self._ended.add(entry.turn_id)
                 await self.write_message(json.dumps(entry.frame()))
             cursor = entries[-1].position
-        return cursor
 
     def _open_turns(self, conversation_id: str) -> set[str]:
         """On the engine: the conversation's turns that are admitted or running."""
@@ -170,19 +193,24 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
 
     async def _follow(self, conversation_id: str, cursor: int, running: set[str]) -> None:
         """Send the journal as it is committed until every turn of ``running`` has ended (a
-        commit here or, on PostgreSQL, another server's wakes it; else every second)."""
+        commit here or, on PostgreSQL, another server's wakes it; else every second), and what
+        the journal cannot hold as it comes (a ``notice`` that a turn run here cannot write:
+        :mod:`.live`). A store that is away is waited for, as the turn waits for it."""
         try:
-            while not running <= self._ended:
-                woken = self.runtime.watch(conversation_id)
-                try:
-                    cursor = await self._send_journal(conversation_id, cursor)
-                    if running <= self._ended:
-                        return
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(woken.wait(), FOLLOW_SECONDS)
-                finally:
-                    self.runtime.unwatch(conversation_id, woken)
-        except (WebSocketClosedError, *STORE_UNAVAILABLE):
+            with self.runtime.live.subscribe(conversation_id) as live:
+                while not running <= self._ended:
+                    woken = self.runtime.watch(conversation_id)
+                    try:
+                        for payload in live.drain():
+                            await self.write_message(json.dumps(payload))
+                        cursor = await self._send_journal(conversation_id, cursor, patient=True)
+                        if running <= self._ended:
+                            return
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(woken.wait(), FOLLOW_SECONDS)
+                    finally:
+                        self.runtime.unwatch(conversation_id, woken)
+        except WebSocketClosedError:
             return
 
     # -- incoming ----------------------------------------------------------------------------

@@ -67,6 +67,7 @@ SPEC_DEFAULTS: dict[str, Any] = {
     "project": "demo",
     "project_id": None,
     "knowledge": "on",
+    "mcp_stdio_decisions": "elicitation",
     "exposed_managers": None,
     "store": None,
     "hooks": {},

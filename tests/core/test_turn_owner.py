@@ -11,7 +11,7 @@ import pytest
 
 from gmchat_nb import Chat
 from gmchat_nb.core.providers.scripted import ScriptedProvider
-from gmchat_nb.core.store import ChatStore, TurnLost, TurnStart
+from gmchat_nb.core.store import ChatStore, TurnCancelRequested, TurnLost, TurnStart
 from gmchat_nb.core.turns import TurnOwner
 
 
@@ -70,5 +70,64 @@ async def test_a_streaming_turn_is_in_the_journal_while_it_streams(store_locatio
         done = await asyncio.wait_for(asking, 10)
         assert done.answer == "".join(chunks)
         assert sorted(done.positions) == list(range(1, 32))  # every event's journal position
+    finally:
+        await chat.aclose()
+
+
+def test_a_cancel_recorded_before_a_turn_s_end_wins_over_it(store_location: str) -> None:
+    """Another process records a cancel while the turn runs: the turn's driver still writes what
+    streamed (and its store tells this process's cancel listeners, which a SQLite file's other
+    process cannot notify), but its ``done`` — or its suspension — is refused: the turn can only
+    end ``interrupted``, so the cancel's ``cancelled`` is true."""
+    with ChatStore(store_location) as here, ChatStore(store_location) as elsewhere:
+        owner = owner_on(here, "host-a", lease=30.0)
+        heard: list[tuple[str, str]] = []
+        here.on_cancel(lambda conversation_id, turn_id: heard.append((conversation_id, turn_id)))
+        admission = owner.admit(
+            "local:ada", "List parts", turn_id="t1", start=TurnStart(text="List parts")
+        )
+        conversation = admission.conversation_id
+        writer = owner.writer(conversation, "t1", "local:ada")
+        assert elsewhere.request_cancel(conversation, "t1", "stop-1") == "cancelled"
+        writer.event(1, {"type": "text_chunk", "sequence": 1, "content": "Parts"})
+        writer.flush(step=False)  # what streamed is written, and the command is heard here
+        assert (conversation, "t1") in heard
+        for state in ("suspended", "done", "failed"):
+            with pytest.raises(TurnCancelRequested) as refused:
+                writer.flush(state, end=(2, {"type": "done", "sequence": 2}))
+            assert refused.value.command == "stop-1"
+        assert [e["type"] for e in elsewhere.events(conversation, turn_id="t1")] == ["text_chunk"]
+        record = elsewhere.turn(conversation, "t1")
+        assert record is not None and record.state == "running"
+        assert elsewhere.request_cancel(conversation, "t1", "stop-1") == "duplicate"
+
+
+async def test_a_chat_turn_cancelled_during_its_last_answer_ends_interrupted(
+    store_location: str,
+) -> None:
+    """A kernel's turn streams its one answer; another process records a cancel meanwhile. The
+    kernel hears no notification (it listens to none), so the turn streams on — and its end is
+    refused and written as ``interrupted``, never ``done``."""
+    chunks = [f"w{i} " for i in range(20)]
+    provider = ScriptedProvider({"rounds": [{"chunks": chunks, "chunk_delay_seconds": 0.05}]})
+    chat = Chat(project="demo", provider=provider, store=store_location)
+    try:
+        with ChatStore(store_location) as elsewhere:
+            asking = asyncio.create_task(chat.ask("Tell me slowly", turn_id="slow"))
+            for _ in range(500):  # until part of the answer is journaled
+                turn = elsewhere.admitted_turn(chat.actor.id, "slow")
+                if turn is not None and elsewhere.events(turn.conversation_id, turn_id="slow"):
+                    break
+                await asyncio.sleep(0.01)
+            assert turn is not None
+            assert elsewhere.request_cancel(turn.conversation_id, "slow", "stop-1") == "cancelled"
+            asked = await asyncio.wait_for(asking, 10)
+            assert asked.events[-1]["type"] == "error"
+            assert asked.events[-1]["code"] == "interrupted"
+            assert "cancelled (command stop-1)" in asked.events[-1]["message"]
+            journal = elsewhere.events(turn.conversation_id, turn_id="slow")
+            assert [e["type"] for e in journal if e["type"] in ("done", "error")] == ["error"]
+            record = elsewhere.turn(turn.conversation_id, "slow")
+            assert record is not None and record.state == "interrupted"
     finally:
         await chat.aclose()

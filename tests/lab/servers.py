@@ -36,8 +36,9 @@ class JupyterApp:
 
     ``rounds``: the scripted provider's rounds (each conversation plays them from the first);
     ``provider``: another provider instead (``"offline"``: deterministic answers from the
-    question); ``chat``: more gmchat settings (``GMChat.chat_settings``); ``gmchat=False``: the
-    server extension disabled, as on a server where it was never enabled.
+    question); ``chat``: more gmchat settings (``GMChat.chat_settings``); ``store``: the chat
+    store (default: a SQLite file in ``base``); ``gmchat=False``: the server extension disabled,
+    as on a server where it was never enabled.
     """
 
     def __init__(
@@ -48,6 +49,7 @@ class JupyterApp:
         rounds: list[dict[str, Any]] | None = None,
         provider: str | None = None,
         chat: dict[str, Any] | None = None,
+        store: str | None = None,
         gmchat: bool = True,
         timeout: float = 60,
     ) -> None:
@@ -94,7 +96,7 @@ class JupyterApp:
             config["GMChat"] = {
                 "provider": provider or f"scripted:{script}",
                 "project": "demo",
-                "store": str(base / "chat.sqlite3"),
+                "store": store or str(base / "chat.sqlite3"),
                 "chat_settings": chat or {},
             }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))

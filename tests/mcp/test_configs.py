@@ -3,12 +3,13 @@ MCP client configuration (Claude Code / Claude Desktop's ``mcpServers``, jupyter
 ``mcp_servers``), and each server entry in it is connected to with the official SDK's client the
 way its host would: a ``command`` entry is started (``gmchat`` from the checkout's venv) and
 spoken to over stdio; a ``url`` entry is reached over Streamable HTTP on a real ``jupyter server``
-with the token in its headers (the address and the placeholder token replaced by the test
-server's; the JupyterHub user's URL by a server under that user's ``base_url``, as the hub's
+with an agent token in its headers (the address and the placeholder token replaced by the test
+server's and an agent token made for it, as `gmchat agent-token create` makes one; the JupyterHub user's URL by a server under that user's ``base_url``, as the hub's
 proxy would forward it). Each lists the tools and answers a query."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
@@ -24,13 +25,17 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from ..server_ext.jupyter_process import TOKEN, JupyterServer
+from gmchat_nb.core.agent.tokens import AgentTokens
+from gmchat_nb.core.store import ChatStore
+
+from ..server_ext.jupyter_process import JupyterServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", ROOT / "docs" / "mcp.md"]
 JSON_BLOCK = re.compile(r"^```json\n(.*?)^```", re.DOTALL | re.MULTILINE)
-PLACEHOLDER = re.compile(r"YOUR_[A-Z_]+TOKEN")
+PLACEHOLDER = "gmat_YOUR_AGENT_TOKEN"  # an agent token, as every HTTP example shows
 QUERY = {"manager": "Part", "fields": ["name"], "limit": 2}
+SECRETS: dict[str, str] = {}  # base URL -> the agent token made for its server
 
 
 def entries() -> list[tuple[str, dict[str, Any]]]:
@@ -65,7 +70,7 @@ def test_the_pages_hold_every_kind_of_set_up() -> None:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, JupyterServer]]:
-    """A Jupyter server per base URL the configurations name."""
+    """A Jupyter server per base URL the configurations name, each with an agent token."""
     started: dict[str, JupyterServer] = {}
     try:
         for _, entry in ENTRIES:
@@ -75,6 +80,9 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Jupy
                     started[base] = JupyterServer(
                         tmp_path_factory.mktemp("jupyter"), [], base_url=base
                     )
+                    with ChatStore(str(started[base].store_path)) as store:
+                        made = AgentTokens(store).create(getpass.getuser(), "docs", ["read"])
+                    SECRETS[base] = made.secret
         yield started
     finally:
         for server in started.values():
@@ -85,10 +93,10 @@ def _base_url(url: str) -> str:
     return urlsplit(url).path.removesuffix("gmchat/mcp")
 
 
-def _headers(entry: dict[str, Any]) -> dict[str, str]:
+def _headers(entry: dict[str, Any], secret: str) -> dict[str, str]:
     given = entry.get("headers") or {}
     pairs = given.items() if isinstance(given, dict) else [(h["name"], h["value"]) for h in given]
-    return {name: PLACEHOLDER.sub(TOKEN, value) for name, value in pairs}
+    return {name: value.replace(PLACEHOLDER, secret) for name, value in pairs}
 
 
 async def _tools_and_query(session: ClientSession) -> None:
@@ -141,8 +149,9 @@ async def test_a_url_entry_reaches_the_server_s_mcp_route(
         assert entry["type"] == "http", where
     server = servers[_base_url(entry["url"])]
     url = server.url + "gmchat/mcp"
-    headers = _headers(entry)
-    assert headers == {"Authorization": f"token {TOKEN}"}, where
+    secret = SECRETS[_base_url(entry["url"])]
+    headers = _headers(entry, secret)
+    assert headers == {"Authorization": f"Bearer {secret}"}, where  # never the Jupyter token
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
         streamable_http_client(url, http_client=http) as (read, write),

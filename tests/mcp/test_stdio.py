@@ -452,22 +452,34 @@ def shared_demo() -> Iterator[DemoServer]:
         server.stop()
 
 
+@pytest.mark.parametrize(
+    ("case", "elicit", "decisions"),
+    [
+        ("a host that cannot ask", False, {}),
+        # a host that would answer its own elicitation "accept" is never asked: the setting
+        # says a person in a notebook (or the side panel) decides, not the host
+        ("a host that could, on a person's server", True, {"mcp_stdio_decisions": "person"}),
+    ],
+)
 async def test_a_pending_change_is_decided_in_the_local_users_notebook(
-    paths: Path, shared_demo: DemoServer
+    paths: Path, shared_demo: DemoServer, case: str, elicit: bool, decisions: dict[str, str]
 ) -> None:
-    store = str(paths / "shared.sqlite3")
-    config = write_settings(paths / "shared.yaml", SETTINGS)
+    slug = "elicit" if elicit else "plain"
+    store = str(paths / f"shared-{slug}.sqlite3")
+    config = write_settings(paths / f"shared-{slug}.yaml", {**SETTINGS, **decisions})
     host = Agent(
         args=mcp("--project", shared_demo.url, "--config", str(config), "--store", store),
-        stderr=paths / "shared-stderr.txt",
-        elicit=False,
+        stderr=paths / f"shared-{slug}-stderr.txt",
+        elicit=elicit,
+        answers=["accept", "accept"],
     )
     await host.start()
     try:
         name = f"Notebook {uuid.uuid4().hex[:8]}"
         pending = answered(await change(host, name))
-        assert pending["status"] == "pending_confirmation", pending
-        assert host.asked == []  # this host cannot ask
+        assert pending["status"] == "pending_confirmation", (case, pending)
+        assert "person has been asked" in pending["message"]
+        assert host.asked == []  # the host is never asked
         still = answered(await host.call("mutate", {"confirmation_id": pending["confirmation_id"]}))
         assert still["status"] == "pending_confirmation"
         assert await host.rows("Project", name) == []
@@ -503,7 +515,8 @@ async def test_a_pending_change_is_decided_in_the_local_users_notebook(
 
 def test_input_the_sdk_cannot_send_leaves_the_server_answering(paths: Path) -> None:
     """Raw lines: a lone surrogate's escape, nesting 5,000 deep, not JSON, arguments that are
-    not an object. Each is refused or dropped; the next request is answered."""
+    not an object. Each is refused (what cannot be read, with ``id`` null: ``-32700``) or
+    dropped; the next request is answered."""
     config = write_settings(paths / "raw.yaml", SETTINGS)
     process = subprocess.Popen(
         [sys.executable, *mcp("--project", "demo", "--config", str(config), "--store", ":memory:")],
@@ -534,10 +547,11 @@ def test_input_the_sdk_cannot_send_leaves_the_server_answering(paths: Path) -> N
             process.stdin.write(line + "\n")
         process.stdin.flush()
         replies = {}
-        while 6 not in replies:
+        while 6 not in replies or None not in replies:  # the -32700 comes too, in any order
             reply = json.loads(process.stdout.readline())
             replies[reply["id"]] = reply
-        assert set(replies) <= {2, 3, 4, 5, 6}
+        assert set(replies) <= {None, 2, 3, 4, 5, 6}
+        assert replies[None]["error"]["code"] == -32700  # "this is not JSON", answered
         assert "error" in replies[4]  # not an object: a protocol error, answered
         assert replies[5]["result"]["isError"] is True
         assert replies[5]["result"]["structuredContent"]["code"] == "invalid_arguments"

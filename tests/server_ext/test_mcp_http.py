@@ -7,7 +7,8 @@ own: no MCP SDK, a project nobody answers for, two users, an authorizer that onl
 
 A confirm-listed change waits for a person (a stateless server cannot ask the agent's user):
 the agent gets ``pending_confirmation``, the conversation's events show the change, a person
-confirms it with ``POST {url}confirm/`` and the agent learns that it ran; twenty answers at once
+confirms it with ``POST {url}confirm/`` from their browser session (a token may not: see
+test_agent_tokens.py) and the agent learns that it ran; twenty answers at once
 run it once; a second server on the same store decides a change the first made pending.
 """
 
@@ -105,10 +106,13 @@ def mcp_url(server: JupyterServer) -> str:
 
 
 @asynccontextmanager
-async def agent(server: JupyterServer) -> AsyncIterator[ClientSession]:
-    """An initialized SDK client session on the server's MCP endpoint, with its token."""
+async def agent(
+    server: JupyterServer, headers: dict[str, str] = AUTH
+) -> AsyncIterator[ClientSession]:
+    """An initialized SDK client session on the server's MCP endpoint, with its token (or the
+    credentials ``headers`` give, as a host configures them)."""
     async with (
-        httpx2.AsyncClient(headers=AUTH, timeout=60) as http,
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
         streamable_http_client(mcp_url(server), http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -155,11 +159,16 @@ def projects_named(graphql: GraphQLServer, name: str) -> int:
 
 
 async def confirm(server: JupyterServer, confirmation_id: str, confirmed: bool) -> httpx.Response:
-    """A person's decision, on the chat's confirm route (not the agent's client)."""
-    async with httpx.AsyncClient(headers=AUTH, timeout=60) as client:
+    """A person's decision, on the chat's confirm route from their browser session (the login
+    cookie and its XSRF token, as the side panel sends it): an agent's change is never decided
+    with a token."""
+    async with httpx.AsyncClient(timeout=60) as client:
+        await client.get(server.url + "login")  # the _xsrf cookie
+        await client.get(server.url + "api/me", params={"token": TOKEN})  # the login cookie
         return await client.post(
             server.url + "gmchat/chat/confirm/",
             json={"confirmation_id": confirmation_id, "confirmed": confirmed},
+            headers={"X-XSRFToken": client.cookies["_xsrf"]},
         )
 
 
@@ -440,14 +449,17 @@ async def test_an_agent_acts_as_its_own_user_only(jp_fetch: Any) -> None:
             headers={"Authorization": "token bob-token"},
         )
     assert refused.value.code == 409
-    decided = await jp_fetch(
-        "gmchat/chat/confirm/",
-        method="POST",
-        body=decision,
-        headers={"Authorization": "token alice-token"},
+    with pytest.raises(HTTPClientError) as by_token:  # alice's own token is no person either
+        await jp_fetch(
+            "gmchat/chat/confirm/",
+            method="POST",
+            body=decision,
+            headers={"Authorization": "token alice-token"},
+        )
+    assert by_token.value.code == 403
+    assert (await jp_tool(jp_fetch, "alice-token", "mutate", asked))["status"] == (
+        "pending_confirmation"
     )
-    assert decided.code == 200
-    assert (await jp_tool(jp_fetch, "alice-token", "mutate", asked))["status"] == "executed"
     assert (await jp_tool(jp_fetch, "bob-token", "mutate", asked))["code"] == (
         "unknown_confirmation"
     )

@@ -88,6 +88,8 @@ ACCEPT = "/gmchat/chat/knowledge/{entry_id}/accept"
 RECALL_MODE = "/gmchat/chat/conversations/{conversation_id}/knowledge"
 SOCKET = "/gmchat/chat/ws"
 MCP = "/gmchat/mcp"  # fixed under base_url, whatever the chat's url
+AGENT_TOKENS = "/gmchat/chat/agent-tokens/"
+AGENT_TOKEN = "/gmchat/chat/agent-tokens/{token_id}"
 
 Outcome = tuple[str, str, int, str | None]  # (path, method, status, error code or None)
 EXERCISED: set[Outcome] = set()
@@ -106,6 +108,9 @@ EXEMPT: dict[Outcome, str] = {
     "they compile unless its schema changed since the turn, which no server here can do",
     (ACCEPT, "post", 400, "not_compiling"): "a suggestion's calls compiled when it was queued; "
     "only a schema change since makes them fail, which no server here can do",
+    (CANCEL, "post", 202, None): "the turn's server must not end it within the answer's 5 s "
+    "wait; test_cancel_race.py freezes that server (SIGSTOP), asks another, and validates this "
+    "202 against the document",
 }
 
 
@@ -1586,6 +1591,79 @@ def test_mcp(plain: Server) -> None:
         assert stateless.headers["allow"] == "POST"
         cross = httpx.request(method, url, headers={**AUTH, "Origin": EVIL}, timeout=30)
         refused(cross, MCP, 403, "jsonrpc")
+
+
+# -- agent tokens ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def person(server: Server) -> Iterator[httpx.Client]:
+    """A person's browser session: the login cookie and the XSRF token (no token is sent)."""
+    with httpx.Client(timeout=30) as client:
+        client.get(server.url + "login")  # the _xsrf cookie
+        client.get(server.url + "api/me", params={"token": TOKEN})  # the login cookie
+        client.headers["X-XSRFToken"] = client.cookies["_xsrf"]
+        yield client
+
+
+def test_agent_tokens_as_documented(plain: Server) -> None:
+    """Make, list and revoke from a browser session; every refusal; the MCP route's 401 and a
+    read-only token's 403."""
+    url = plain.chat_url + "agent-tokens/"
+    with person(plain) as client:
+        assert validated(client.get(url), AGENT_TOKENS) == {"tokens": []}
+        body = {"name": "claude", "scopes": ["read"], "expires_in_days": 30}
+        made = validated(client.post(url, json=body), AGENT_TOKENS)
+        assert made["secret"].startswith("gmat_") and made["token"]["state"] == "active"
+        for bad in (b"{", {"name": " "}, {"name": "x", "scopes": ["decide"]},
+                    {"name": "x", "expires_in_days": 0}, {"name": "x", "owner": "bob"}):  # fmt: skip
+            content = bad if isinstance(bad, bytes) else json.dumps(bad).encode()
+            refused(client.post(url, content=content), AGENT_TOKENS, 400, "invalid")
+        refused(client.post(url, json={"name": "x" * MAX_BODY}), AGENT_TOKENS, 413, "invalid")
+        (listed,) = validated(client.get(url), AGENT_TOKENS)["tokens"]
+        assert listed == made["token"]
+        one = url + made["token"]["id"]
+        mcp_call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "mutate", "arguments": {"mutation": "createPart", "input": {"name": "x"}}}}  # fmt: skip
+        read_only = {**MCP_ACCEPT, "Authorization": f"Bearer {made['secret']}"}
+        refused(post(plain.url + "gmchat/mcp", mcp_call, headers=read_only), MCP, 403, "jsonrpc")
+        revoked = validated(client.delete(one), AGENT_TOKEN)
+        assert revoked["token"]["state"] == "revoked"
+        refused(client.delete(url + "at_0000000000000000"), AGENT_TOKEN, 404, "not_found")
+        gone = refused(post(plain.url + "gmchat/mcp", mcp_call, headers=read_only), MCP, 401,
+                       "jsonrpc")  # fmt: skip
+        assert "revoked" in gone["error"]["message"]
+    refused(httpx.get(url, headers=AUTH), AGENT_TOKENS, 403, "forbidden")
+    refused(post(url, {"name": "x"}), AGENT_TOKENS, 403, "forbidden")
+    refused(httpx.delete(one, headers=AUTH), AGENT_TOKEN, 403, "forbidden")
+    refused(httpx.get(url), AGENT_TOKENS, 403, "jupyter")  # not authenticated
+
+
+def test_an_agent_s_change_is_a_person_s_to_decide(confirming: Server) -> None:
+    """A change an agent proposed over MCP: a token-authenticated decision is 403 and runs
+    nothing; the person's browser session decides it."""
+    change = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "mutate", "arguments": {"mutation": "createPart", "input": {"name": "Agent"}}}}  # fmt: skip
+    answer = validated(post(confirming.url + "gmchat/mcp", change, headers=MCP_ACCEPT), MCP)
+    pending = answer["result"]["structuredContent"]
+    assert pending["status"] == "pending_confirmation", pending
+    decision = {"confirmation_id": pending["confirmation_id"], "confirmed": True}
+    refused(post(confirming.chat_url + "confirm/", decision), CONFIRM, 403, "bad_event")
+    with person(confirming) as client:
+        decided = validated(client.post(confirming.chat_url + "confirm/", json=decision), CONFIRM)
+    assert decided["events"][0]["result"]["status"] == "executed", decided
+
+
+def test_agent_tokens_on_a_store_that_cannot_be_opened_are_503(broken: Server) -> None:
+    url = broken.chat_url + "agent-tokens/"
+    with person(broken) as client:
+        for response, path in (
+            (client.get(url), AGENT_TOKENS),
+            (client.post(url, json={"name": "x"}), AGENT_TOKENS),
+            (client.delete(url + "at_0000000000000000"), AGENT_TOKEN),
+        ):
+            body = refused(response, path, 503, "chat_error")
+            assert "is not a SQLite database" in body["message"], body
 
 
 # -- cookies: XSRF and Origin ---------------------------------------------------------------------

@@ -4,6 +4,12 @@
  * into the active notebook (`INotebookTracker`, when the front end has one). Its charts import the
  * chart library (Vega) the first time one is drawn: a dynamic import, which webpack makes a lazy
  * chunk of the labextension, so the panel's first load does not carry it.
+ *
+ * What only a person may do — answer a confirmation, list, create and revoke agent tokens (the
+ * header's **Agents**) — goes as the browser session: the login cookie and the XSRF header,
+ * without the Jupyter token JupyterLab's page holds (`ServerConnection` sends it as
+ * `Authorization: token …` when the page has one), since the server refuses a token-authenticated
+ * request there.
  */
 
 import type { JupyterFrontEnd } from "@jupyterlab/application";
@@ -12,10 +18,12 @@ import { type INotebookTracker, NotebookActions } from "@jupyterlab/notebook";
 import { ServerConnection } from "@jupyterlab/services";
 import { Widget } from "@lumino/widgets";
 
+import { mcpUrl } from "../agent-tokens";
 import type { ChartLibrary } from "../chart";
 import { ChatView } from "../chat-view";
 import type { CellActions } from "../evidence";
-import { ServerTransport } from "../transport/server";
+import { AgentTokensClient } from "../transport/server-agent-tokens";
+import { type Fetcher, ServerTransport } from "../transport/server";
 
 export const PANEL_ID = "gmchat-panel";
 
@@ -82,12 +90,20 @@ export class ChatPanel extends Widget {
     const settings = ServerConnection.makeSettings();
     const joined = URLExt.join(settings.baseUrl, url);
     const base = joined.endsWith("/") ? joined : `${joined}/`;
+    // (the same server and base URL; no token: the session cookie and XSRF header only)
+    const session = ServerConnection.makeSettings({ baseUrl: settings.baseUrl, wsUrl: settings.wsUrl, token: "" });
+    const personFetch: Fetcher = (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, session);
     this.transport = new ServerTransport({
       fetch: (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, settings),
+      personFetch,
       storagePrefix: `gmchat:${base}:`,
       storage: globalThis.localStorage ?? null,
     });
-    this.view = new ChatView(this.transport, this.node, { cellActions: notebookCells(this.options.tracker), loadCharts });
+    this.view = new ChatView(this.transport, this.node, {
+      cellActions: notebookCells(this.options.tracker),
+      loadCharts,
+      agentTokens: { client: new AgentTokensClient(personFetch), mcpUrl: mcpUrl(settings.baseUrl) },
+    });
     this.node.setAttribute("data-gmchat-url", base);
   }
 

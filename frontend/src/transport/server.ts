@@ -17,7 +17,8 @@
  *   from the earliest position retention kept).
  * - `ask` admits a turn (`POST turns/`, a fresh `turn_id`), `stop` cancels it, `confirm` answers
  *   a pending mutation (`POST confirm/` with the `confirm_mutation` frame's position as
- *   `expected_sequence`); the conversation controls map to the conversations routes.
+ *   `expected_sequence`, sent as the person's browser session: `personFetch`); the conversation
+ *   controls map to the conversations routes.
  * - A query's rows arrive on its `tool_result` (`result.data`); the view gets them as a table
  *   paged here. A table's Chart button (`chart_request`) asks
  *   `GET conversations/{id}/turns/{turn}/chart?call_id=…&mark=…` and hands the answer back as
@@ -61,6 +62,12 @@ export interface KeyValueStore {
 
 export interface ServerTransportOptions {
   fetch: Fetcher;
+  /**
+   * Fetch as the person's browser session (the cookie and the XSRF header, no Jupyter token), for
+   * what only a person may do: answer a confirmation (the server refuses a token-authenticated
+   * decision). Default: `fetch`.
+   */
+  personFetch?: Fetcher;
   /** Keys of what is remembered (the conversation shown, the questions asked) are prefixed with it. */
   storagePrefix: string;
   storage?: KeyValueStore | null;
@@ -197,6 +204,7 @@ function wireEvent(frame: JsonObject): ChatEvent {
 export class ServerTransport implements Transport {
   private readonly handlers = new Set<(msg: ServerMessage) => void>();
   private readonly fetcher: Fetcher;
+  private readonly personFetcher: Fetcher;
   private readonly storage: KeyValueStore | null;
   private readonly prefix: string;
   private readonly newId: () => string;
@@ -222,6 +230,7 @@ export class ServerTransport implements Transport {
 
   constructor(options: ServerTransportOptions) {
     this.fetcher = options.fetch;
+    this.personFetcher = options.personFetch ?? options.fetch;
     this.storage = options.storage ?? null;
     this.prefix = options.storagePrefix;
     this.newId = options.newId ?? randomId;
@@ -316,14 +325,14 @@ export class ServerTransport implements Transport {
     this.emit({ type: "error", code: "server_unreachable", message: `Could not reach the Jupyter server: ${reason}` });
   }
 
-  private async call(path: string, init: RequestInit, what: string): Promise<JsonObject> {
-    const response = await this.fetcher(path, init);
+  private async call(path: string, init: RequestInit, what: string, fetcher = this.fetcher): Promise<JsonObject> {
+    const response = await fetcher(path, init);
     if (!response.ok) throw await problemOf(response, what);
     return (await readJson(response)) ?? {};
   }
 
-  private post(path: string, body: JsonObject, what: string): Promise<JsonObject> {
-    return this.call(path, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }, what);
+  private post(path: string, body: JsonObject, what: string, fetcher = this.fetcher): Promise<JsonObject> {
+    return this.call(path, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }, what, fetcher);
   }
 
   /* ---------- remembered state ---------- */
@@ -591,7 +600,16 @@ export class ServerTransport implements Transport {
     const ended: TurnState[] = [];
     const unknown: TurnState[] = []; // new turns whose question is not known here yet
     for (const frame of frames) {
-      if (!Number.isFinite(frame.position) || frame.position <= this.position) continue;
+      if (!Number.isFinite(frame.position)) {
+        // A live notice the store could not journal (a store that takes no writes): shown on
+        // its running turn while it is live; the cursor stays where the journal is.
+        const turn = this.turns.get(frame.turn_id);
+        if (this.live && turn && !turn.ended && frame.type === "notice") {
+          messages.push({ type: "events", turn: turn.index, events: [wireEvent(frame)] });
+        }
+        continue;
+      }
+      if (frame.position <= this.position) continue;
       this.position = frame.position;
       const known = this.turns.has(frame.turn_id);
       const turn = this.turnOf(frame.turn_id, frame.position, messages);
@@ -838,7 +856,16 @@ export class ServerTransport implements Transport {
     const body: JsonObject = { confirmation_id: callId, confirmed: ok, conversation_id: conversation };
     if (pending) body.expected_sequence = pending.position;
     // The answer comes when the resumed turn ends; its events arrive on the stream meanwhile.
-    await this.post("confirm/", body, "Confirming");
+    try {
+      await this.post("confirm/", body, "Confirming", this.personFetcher);
+    } catch (error) {
+      if (this.disposed || (error instanceof DOMException && error.name === "AbortError")) return;
+      // said with the confirmation it was about, so its card says it was not decided
+      const reason = error instanceof Error && error.message ? error.message : String(error);
+      const info: ErrorInfo =
+        error instanceof ServerProblem ? error.info : { code: "server_unreachable", message: `Could not reach the Jupyter server: ${reason}` };
+      this.emit({ type: "error", ...info, call_id: callId });
+    }
   }
 
   /** "Clear": the panel stops showing this conversation's turns (the server keeps them). */

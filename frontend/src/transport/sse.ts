@@ -16,7 +16,7 @@ export interface SseFrame {
 /** Feed it text as it arrives; it returns the frames each piece completed. */
 export class SseParser {
   private buffer = "";
-  private id: string | null = null;
+  private id: string | null = null; // the `id:` of the frame being read, if it has one
   private event = "";
   private data: string[] = [];
   private sawData = false;
@@ -41,10 +41,14 @@ export class SseParser {
     if (line === "") {
       if (!this.sawData) {
         this.event = "";
+        this.id = null;
         return null;
       }
+      // A frame's own `id:` only (not the standard's last event ID, which a frame without one
+      // keeps): gmchat's live-only notices have none, and are no journal position.
       const frame = { id: this.id, event: this.event || "message", data: this.data.join("\n") };
       this.event = "";
+      this.id = null;
       this.data = [];
       this.sawData = false;
       return frame;

@@ -8,9 +8,11 @@ stops at its confirmation, persisted in the store. Then a human decides:
 
 * where the agent's host can ask its user (MCP elicitation), ``ask`` shows them the validated
   input and their answer resumes the turn here (accept: claimed once, run once; decline: not run);
-* otherwise the call answers ``pending_confirmation`` with a ``confirmation_id``; a human decides
-  in the widget, the side panel or ``POST {url}confirm/`` (the conversation is theirs, the turn
-  suspended like an SSE turn's), and the agent calls ``mutate`` with that id to learn the outcome.
+* otherwise the call answers ``pending_confirmation`` with a ``confirmation_id`` (saying that a
+  person has been asked, not how to answer: the agent is not the one to); the person decides in
+  the widget, the side panel or ``POST {url}confirm/`` from their browser session (the
+  conversation is theirs, the turn suspended like an SSE turn's; a token-authenticated request
+  may not decide it), and the agent calls ``mutate`` with that id to learn the outcome.
 
 Deny-by-default: a change runs only on an explicit yes. Never retried: the loop's rules.
 """
@@ -68,8 +70,8 @@ class PendingChange:
             "input": self.input,
             "expires_in_seconds": max(0, round(self.expires_at - now)),
             "message": (
-                "A person must confirm this change: in the gmchat widget or side panel, or with "
-                "POST {url}confirm/. Nothing has run. Call mutate again with "
+                "A person has been asked to confirm this change; only they can decide it. "
+                "Nothing has run. Call mutate again with "
                 f'{{"{CONFIRMATION_ID}": "{self.confirmation_id}"}} to learn the outcome.'
             ),
         }

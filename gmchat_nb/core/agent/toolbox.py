@@ -110,6 +110,7 @@ class AgentToolbox:
         clock: Callable[[], float] = time.time,
         window_seconds: float | None = None,
         guards: AgentGuards | None = None,
+        may_propose: bool = True,
     ) -> None:
         self.project = project
         self.settings = agent_settings(settings)
@@ -123,7 +124,7 @@ class AgentToolbox:
         self.limiter = RateLimiter.from_settings(store, settings.rate_limit, clock=clock)
         self.hooks = Hooks(settings.hooks)
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
-        self.mutations = tuple(allowed)
+        self.mutations = tuple(allowed) if may_propose else ()  # a read-only agent token's
         self.guards = guards or AgentGuards(self.settings, self.window_seconds, clock=clock)
         self.changes = AgentChanges(
             project,

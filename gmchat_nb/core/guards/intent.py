@@ -1,8 +1,11 @@
 """The mutation intent gate: did the user, in their own words, ask to change data?
 
-What: :func:`asks_for_change` reads only the user's messages and says whether they ask for a
-change (create, update, delete …) in English or German; :func:`values_from_data` lists the
-values of a proposed mutation's input that the user never wrote, for the confirmation card.
+What: :func:`read_intent` reads only the user's messages and says whether they ask for a
+change (create, update, delete …) in English or German (here) or French, Spanish or Japanese
+(:mod:`.intent_languages`), do not, or are in a language the gate cannot read
+(:mod:`.readable`), when its silence means nothing and a person decides a proposed change;
+:func:`asks_for_change` is its yes or no; :func:`values_from_data` lists the values of a
+proposed mutation's input that the user never wrote, for the confirmation card.
 
 Why: a model can be talked into a write by the data it reads ("set the price to 0"). A change
 is only legitimate when the user asked for one, and the user's messages are the one text no
@@ -21,13 +24,23 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final, Literal
 
+from .intent_languages import clause_stance
 from .invisible import strip_invisible
+from .readable import can_read
 
-__all__ = ["asks_for_change", "values_from_data"]
+__all__ = ["UNREAD_REQUEST_NOTE", "Intent", "asks_for_change", "read_intent", "values_from_data"]
+
+UNREAD_REQUEST_NOTE: Final = (
+    "Your message could not be read as asking for this change (it is in a language the change "
+    "check does not read): confirm only if you asked for it."
+)
+"""What a confirmation card says when its ``provenance.request_unread`` is set (the widget and
+the panel say the same, frontend/src/guards.ts)."""
 
 # English change verbs and their -ing forms (for "would you mind updating", "without changing").
 _VERBS: Final[dict[str, str]] = {
@@ -137,37 +150,56 @@ _REFUSAL: Final = re.compile(
     rf"|\b(?:nicht|nichts|keine?n?)\s+(?:\w+\s+){{0,3}}?(?:{_DE_INFINITIVES})\b"
     rf"|^(?:{_DE_IMPERATIVES})\s+(?:\w+\s+){{0,3}}?(?:nichts|nicht)\b"
 )
-# Clauses end at sentence marks, semicolons, colons, commas and line breaks; "but" and "and
-# then" start a new one ("don't just show it, update it").
-_CLAUSE: Final = re.compile(r"[.!?;:,\n]+|\s+(?:but|aber|and\s+then|und\s+dann)\s+")
+# Clauses end at sentence marks (Japanese ones too), semicolons, colons, commas and line breaks;
+# "but" and "and then" start a new one ("don't just show it, update it").
+_CLAUSE: Final = re.compile(
+    r"([.!?;:,\n。、]+|\s+(?:but|aber|mais|pero|and\s+then|und\s+dann|et\s+puis|y\s+luego)\s+)"
+)
 _APOSTROPHES: Final = str.maketrans({"’": "'", "‘": "'", "`": "'", "´": "'"})
 
 Stance = Literal["change", "no_change", "neutral"]
+Intent = Literal["asked", "not_asked", "unread"]
+"""What the user's messages say: a change was asked for, it was not, or the gate cannot read
+their language (:mod:`.readable`) and so cannot tell."""
 
 
 def _stance(text: str) -> Stance:
     """What one message says about changing data."""
-    plain = " ".join(strip_invisible(text).translate(_APOSTROPHES).casefold().split())
+    normal = unicodedata.normalize("NFKC", strip_invisible(text))
+    plain = " ".join(normal.translate(_APOSTROPHES).casefold().split())
     refused = False
-    for clause in _CLAUSE.split(plain):
-        clause = clause.strip(" -\"'()[]")
+    parts = _CLAUSE.split(plain)  # clauses and, after each, what ended it
+    for clause, ending in zip(parts[::2], [*parts[1::2], ""], strict=True):
+        question = "?" in ending or clause.lstrip().startswith("¿")
+        clause = clause.strip(" -\"'()[]¿¡「」『』…")
         if not clause:
             continue
-        if _REFUSAL.search(clause):
+        other = clause_stance(clause, question=question)  # French, Spanish, Japanese
+        if _REFUSAL.search(clause) or other == "no_change":
             refused = True  # a refusal outweighs a request in the same clause
-        elif _REQUEST.search(clause):
+        elif _REQUEST.search(clause) or other == "change":
             return "change"
     return "no_change" if refused else "neutral"
 
 
-def asks_for_change(texts: Sequence[str]) -> bool:
-    """Whether the user's messages ``texts`` (oldest first) ask to change data: the latest
-    message that asks for a change or refuses one decides."""
+def read_intent(texts: Sequence[str]) -> Intent:
+    """What the user's messages ``texts`` (oldest first) say about changing data: the latest
+    message that asks for a change or refuses one decides; when none does, ``unread`` if the
+    gate cannot read the language of one of them (its silence then means nothing), else
+    ``not_asked``."""
     for text in reversed(texts):
         stance = _stance(text)
         if stance != "neutral":
-            return stance == "change"
-    return False
+            return "asked" if stance == "change" else "not_asked"
+    if any(not can_read(strip_invisible(text)) for text in texts):
+        return "unread"
+    return "not_asked"
+
+
+def asks_for_change(texts: Sequence[str]) -> bool:
+    """Whether the user's messages ``texts`` (oldest first) ask to change data in a language
+    the gate reads: the latest message that asks for a change or refuses one decides."""
+    return read_intent(texts) == "asked"
 
 
 # -- values the user did not write -----------------------------------------------------------

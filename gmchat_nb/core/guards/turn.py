@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from ..project.tools import TOOLS, is_read_tool
 from .gates import GATES, GateResult, MutationFact, TurnFacts, check_answer
-from .intent import asks_for_change, values_from_data
+from .intent import Intent, read_intent, values_from_data
 from .loop_guard import Budgets, LoopGuard, Verdict
 from .scorer import question_score, result_text, scan
 
@@ -86,7 +86,7 @@ class TurnGuards:
         self.mutations: list[MutationFact] = []
         self.flagged = 0  # fields flagged in this turn's results
         self.gate_results: list[GateResult] = []
-        self._change_asked: bool | None = None  # decided on the first mutate call
+        self._intent: Intent | None = None  # read on the first mutate call
         self._question: tuple[float, tuple[str, ...]] | None = None  # scored when first asked
 
     @property
@@ -159,11 +159,7 @@ class TurnGuards:
     def intent_refusal(self, mutation: str, args: Mapping[str, Any]) -> dict[str, Any] | None:
         """The tool error that stops a ``mutate`` call before anyone is asked when no change
         was requested in the user's words (the mutation intent gate), else ``None``."""
-        if not self.settings.mutation_intent:
-            return None
-        if self._change_asked is None:
-            self._change_asked = asks_for_change(self.user_texts)
-        if self._change_asked:
+        if not self.settings.mutation_intent or self._read_intent() != "not_asked":
             return None
         self.mutations.append(MutationFact(mutation, "refused", dict(args)))
         return {
@@ -172,6 +168,18 @@ class TurnGuards:
             "message": NO_CHANGE_REQUESTED.format(mutation=mutation),
         }
 
+    @property
+    def intent_unread(self) -> bool:
+        """Whether the intent gate cannot read the language of the user's words (and they do
+        not ask or refuse a change in one it reads): a change the model proposes then goes to
+        the person to decide, with a note on its card, instead of being refused."""
+        return self.settings.mutation_intent and self._read_intent() == "unread"
+
+    def _read_intent(self) -> Intent:
+        if self._intent is None:
+            self._intent = read_intent(self.user_texts)
+        return self._intent
+
     def note_refused_change(self, args: Mapping[str, Any]) -> None:
         """A ``mutate`` call the loop guard refused (a change the user rejected in this turn)."""
         mutation = args.get("mutation")
@@ -179,11 +187,16 @@ class TurnGuards:
 
     def provenance(self, mutation_input: Mapping[str, Any]) -> dict[str, Any]:
         """For the confirmation card: the input values that are not in the user's words (they
-        came from data or the model), and whether flagged data was read in this turn."""
-        return {
+        came from data or the model), whether flagged data was read in this turn, and
+        (``request_unread``, only when so) that the user's words are in a language the intent
+        gate cannot read, so nothing checked that they ask for this change."""
+        provenance: dict[str, Any] = {
             "from_data": values_from_data(mutation_input, self.user_texts),
             "flagged_data_read": self.flagged > 0,
         }
+        if self.intent_unread:
+            provenance["request_unread"] = True
+        return provenance
 
     def mutation_ended(
         self, mutation: str, args: Mapping[str, Any], status: str, mutation_input: Any = None

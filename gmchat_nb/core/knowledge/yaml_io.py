@@ -98,7 +98,9 @@ def drafts_of(data: Any) -> list[Draft]:
         )
     drafts: list[Draft] = []
     for section, kind in _SECTIONS.items():
-        items = data.get(section) or []
+        items = data.get(section)
+        if items is None:  # `notes:` with nothing under it
+            items = []
         if not isinstance(items, list):
             raise KnowledgeError("invalid", f"{section} must be a list")
         for position, item in enumerate(items, 1):

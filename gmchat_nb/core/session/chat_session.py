@@ -43,8 +43,10 @@ from ..turn_state import Decision, Transport, TurnState
 from ..turns import TurnOwner, TurnWriter
 from .actor import Actor
 from .confirmations import (
+    PERSON_DECIDES,
     UNAVAILABLE,
     ConfirmationWaiter,
+    person_must_decide,
 )
 from .driving import TurnDriving
 from .hooks import Hooks
@@ -297,12 +299,18 @@ class ChatSession(TurnDriving):
         *,
         transport: Transport = "sse",
         unavailable_code: str = "bad_event",
+        by_person: bool = True,
     ) -> AsyncIterator[ChatEvent]:
         """Resolve a persisted confirmation (the SSE confirm request) and finish its turn.
 
         The claim is atomic: a second claim — another request, another process — gets
-        ``unavailable_code`` and the mutation never runs twice.
+        ``unavailable_code`` and the mutation never runs twice. ``by_person``: whether a
+        person decides (a browser session, the kernel) rather than a token-authenticated
+        request, which may not decide an agent's change (:data:`PERSON_DECIDES`).
         """
+        if not by_person and self.person_must_decide(confirmation_id):
+            yield error_event(unavailable_code, message=PERSON_DECIDES)
+            return
         if self.confirm(confirmation_id, confirmed):
             return  # the turn that waits for it goes on and streams the rest
         if self._busy:
@@ -319,6 +327,13 @@ class ChatSession(TurnDriving):
         decision: Decision = "confirmed" if confirmed else "rejected"
         async for event in self._exclusively(self._drive(state, transport, (record, decision))):
             yield event
+
+    def person_must_decide(self, confirmation_id: str) -> bool:
+        """Whether this conversation's confirmation ``confirmation_id`` is an agent's change,
+        which only a person may decide (:func:`~.confirmations.person_must_decide`)."""
+        if self.conversation_id is None or not isinstance(confirmation_id, str):
+            return False
+        return person_must_decide(self.store.confirmation(self.conversation_id, confirmation_id))
 
     async def _exclusively(self, events: AsyncIterator[ChatEvent]) -> AsyncIterator[ChatEvent]:
         """``events`` with the session busy while they run: one turn at a time."""

@@ -17,10 +17,12 @@ from ..turn_state import Decision, TurnState
 
 __all__ = [
     "AGENT_ORIGIN",
+    "PERSON_DECIDES",
     "UNAVAILABLE",
     "ConfirmationWaiter",
     "expire",
     "pending_record",
+    "person_must_decide",
     "resumed_turn",
     "settle",
 ]
@@ -28,6 +30,19 @@ __all__ = [
 AGENT_ORIGIN = "agent"
 """A confirmation an agent's call opened (over MCP, :mod:`gmchat_nb.core.agent`): its turn ends
 with the mutation's result, as no model waits to go on from it."""
+
+PERSON_DECIDES = (
+    "An agent's change is decided by a person: in the gmchat side panel or widget (a browser "
+    "session, or the notebook's kernel), never with a token. The person has been asked."
+)
+
+
+def person_must_decide(record: ConfirmationRecord | None) -> bool:
+    """Whether only a person may decide ``record``: an agent proposed it (over MCP, with an
+    agent token or a Jupyter token), so no token-authenticated request may answer it, or the
+    agent would approve its own change."""
+    return record is not None and record.turn_state.get("origin") == AGENT_ORIGIN
+
 
 UNAVAILABLE = (
     "There is no pending confirmation with that id in this conversation: it is unknown, was "

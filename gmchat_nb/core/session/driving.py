@@ -30,14 +30,14 @@ from ..planned.catalog import Catalog
 from ..project.project import Project, QueryOutcome
 from ..providers.base import BaseLLMProvider, Message, ToolDefinition
 from ..providers.pricing import turn_cost
-from ..store import ConfirmationRecord, TurnLost, TurnRecord
+from ..store import ConfirmationRecord, TurnCancelRequested, TurnLost, TurnRecord
 from ..telemetry import export_trace
 from ..trace import TurnTrace
 from ..turn_state import Decision, Transport, TurnState
 from ..turns import STEP_RETRY_SECONDS, TRANSIENT
 from .confirmations import resumed_turn
 from .context import bounded_context
-from .ending import end_turn, end_turn_eventually, interrupt_turn
+from .ending import cancelled_reason, end_turn, end_turn_eventually, interrupt_turn
 from .engines import planned_turn, provider_retries, tool_loop, turn_guards, turn_scope
 from .turn_io import SessionTurnIO, TurnCancelled
 
@@ -268,10 +268,11 @@ class TurnDriving(SessionTurnIO):
                     writer.flush("suspended" if suspended else None)
                     ended = suspended
                 yield numbered
-        except TurnCancelled as cancelled:
-            # an explicit cancel, seen between steps: closed like an interrupted turn, and
-            # its terminal event told to whoever reads this stream
-            interrupt_turn(self.turns, writer, f"it was cancelled (command {cancelled})")
+        except (TurnCancelled, TurnCancelRequested) as cancelled:
+            # an explicit cancel, seen between steps, or recorded before the turn's end (or
+            # suspension) could be written, which the store then refused: closed like an
+            # interrupted turn, and its terminal event told to whoever reads this stream
+            interrupt_turn(self.turns, writer, cancelled_reason(cancelled.command))
             handed_over = True
             closing = self.store.events(conversation_id, turn_id=state.turn_id)
             if closing and closing[-1].get("type") == "error":

@@ -41,6 +41,11 @@ class TurnCancelled(Exception):
     """An admitted turn's explicit cancel, found in the store between two steps (its command
     id is the message)."""
 
+    @property
+    def command(self) -> str:
+        """The cancel command's id."""
+        return str(self)
+
 
 class SessionTurnIO:
     """The session's side of a turn while it is driven."""

@@ -35,6 +35,7 @@ __all__ = [
     "CHECKS",
     "DEFAULT_SETTINGS",
     "DEMO_PROJECTS",
+    "MCP_STDIO_DECISIONS",
     "TOOL_STRATEGIES",
     "AuditLevel",
     "AuditSettings",
@@ -50,6 +51,7 @@ ToolStrategy = Literal["discovery", "direct"]
 
 AUDIT_LEVELS: tuple[AuditLevel, ...] = ("off", "messages", "tool_calls")
 TOOL_STRATEGIES: tuple[ToolStrategy, ...] = ("discovery", "direct")
+MCP_STDIO_DECISIONS: tuple[str, ...] = ("elicitation", "person")
 
 # The spec documents level="all" while GeneralManager's code checks "tool_calls"; accept both.
 _AUDIT_LEVEL_ALIASES: Mapping[str, AuditLevel] = MappingProxyType({"all": "tool_calls"})
@@ -201,7 +203,9 @@ class ChatSettings:
     ``provider_fallbacks``, ``loop_guard``, ``completion_gates``, ``injection``, ``telemetry``;
     knowledge (:mod:`gmchat_nb.core.knowledge`): ``knowledge`` (recall before each turn: ``on``,
     ``off``, ``keyword``, ``hybrid``) and ``project_id`` (the project's identity its knowledge
-    and conversations are kept under; ``None``: where the project is).
+    and conversations are kept under; ``None``: where the project is); ``mcp_stdio_decisions``
+    (who decides an agent's change over ``gmchat mcp``: ``elicitation``, the agent's host asking
+    its person, or ``person``, a person in a notebook or the side panel on the same store).
 
     Sequences are stored as tuples and mappings as read-only deep copies. ``provider_profiles``
     and ``planned`` are checked key by key (:mod:`.planned`); :attr:`planned_settings` is their
@@ -237,6 +241,7 @@ class ChatSettings:
     project: str = "demo"
     project_id: str | None = None
     knowledge: str = "on"
+    mcp_stdio_decisions: str = "elicitation"
     exposed_managers: tuple[str, ...] | None = None
     store: str | None = None
     hooks: Mapping[str, tuple[Callable[..., Any] | str, ...]] = field(default_factory=_empty)
@@ -365,6 +370,7 @@ CHECKS: Mapping[str, Callable[[str, Any], Any]] = MappingProxyType(
         "project": checks.project,
         "project_id": knowledge.optional_string,
         "knowledge": knowledge.knowledge,
+        "mcp_stdio_decisions": checks.choice(MCP_STDIO_DECISIONS),
         "exposed_managers": checks.optional_names,
         "store": checks.store,
         "hooks": checks.hooks,

@@ -19,7 +19,8 @@ The package is split by table, one module a job:
   (:class:`~.database.Database`) over :mod:`.sqlite_backend` or :mod:`.postgresql_backend`;
   :mod:`.records` — the values handed out;
 - :mod:`.conversations`, :mod:`.messages`, :mod:`.journal`, :mod:`.turns`,
-  :mod:`.confirmations`, :mod:`.usage`, :mod:`.knowledge`, :mod:`.retention` — each the methods over its table;
+  :mod:`.confirmations`, :mod:`.usage`, :mod:`.knowledge`, :mod:`.agent_tokens`,
+  :mod:`.retention` — each the methods over its table;
   :mod:`.admission` — a turn's admission and start, one transaction over several tables (the
   decision on the actor's budgets is the caller's, handed in with the start: the store imports
   no policy).
@@ -37,6 +38,7 @@ every public signature a second time for no gain in isolation.
 from __future__ import annotations
 
 from .admission import Admission, Admissions, TurnBusy, TurnStart, UnknownConversation
+from .agent_tokens import AgentTokenRecord, AgentTokenRows
 from .confirmations import Confirmations
 from .conversations import Conversations
 from .database import StoreClosedError, StoreUnavailableError
@@ -55,7 +57,7 @@ from .records import (
 )
 from .retention import Retention
 from .schema import SCHEMA_VERSION, StoreVersionError
-from .turns import TurnConflict, TurnLost, Turns, input_hash
+from .turns import TurnCancelRequested, TurnConflict, TurnLost, Turns, input_hash
 from .usage import UsageCounters
 from .usage_records import UsageRecords
 
@@ -64,6 +66,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TURN_STATES",
     "Admission",
+    "AgentTokenRecord",
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",
@@ -73,6 +76,7 @@ __all__ = [
     "StoreVersionError",
     "StoredMessage",
     "TurnBusy",
+    "TurnCancelRequested",
     "TurnConflict",
     "TurnLost",
     "TurnRecord",
@@ -94,6 +98,7 @@ class ChatStore(
     UsageCounters,
     UsageRecords,
     KnowledgeRows,
+    AgentTokenRows,
     Retention,
 ):
     """Conversations, messages, confirmations, the event journal and usage counters.

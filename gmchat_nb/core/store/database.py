@@ -149,12 +149,15 @@ class Statements:
     """The connection inside one write transaction, binding parameters with :func:`bindable`:
     a model's broken character must never make a turn's whole write fail."""
 
-    __slots__ = ("_backend", "cancelled", "journaled")
+    __slots__ = ("_backend", "cancelled", "journaled", "noticed")
 
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.journaled: set[str] = set()  # conversations whose journal this write extended
         self.cancelled: set[tuple[str, str]] = set()  # (conversation, turn) cancel commands
+        # (conversation, turn) whose cancel command, recorded earlier (maybe by another
+        # process), this write found: told to this process's listeners only, never announced
+        self.noticed: set[tuple[str, str]] = set()
 
     def signals(self) -> list[Signal]:
         """What this write tells readers once it commits."""
@@ -321,7 +324,8 @@ class Database:
                 if signals:
                     backend.announce(signals)
             self.writes += 1
-        for signal in signals:
+        noticed = [("cancel", *turn) for turn in sorted(statements.noticed - statements.cancelled)]
+        for signal in signals + noticed:
             self._hear(signal)
 
     def _hear(self, signal: Signal) -> None:
@@ -347,8 +351,10 @@ class Database:
 
     def on_cancel(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
         """Call ``listener(conversation_id, turn_id)`` after a cancel command was recorded (as
-        :meth:`on_journal`: this object's writes and, on PostgreSQL, other processes'), so the
-        process running that turn can stop it now rather than at its next step."""
+        :meth:`on_journal`: this object's writes and, on PostgreSQL, other processes'), and
+        after a write of the turn's driver here found one recorded (a SQLite file's other
+        processes send no notification), so the process running that turn can stop it now
+        rather than at its next step. A listener may hear a turn more than once."""
         return self._listen("cancel", listener)
 
     def _read(self, sql: str, parameters: Iterable[Any] = ()) -> list[Any]:

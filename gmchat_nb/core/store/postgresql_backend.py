@@ -160,9 +160,19 @@ class PostgresBackend:
     @contextmanager
     def _reachable(self) -> Iterator[None]:
         # A server that went away (a restart, a failover, a cut network) is "unavailable" to
-        # callers, who answer 503 and try again later; the next statement reconnects.
+        # callers, who answer 503 and try again later; the next statement reconnects. So is a
+        # database that takes no writes for now (full, or made read-only: a standby, or
+        # `default_transaction_read_only`): a turn waits for it as for a restart.
         try:
             yield
+        except self._psycopg.errors.ReadOnlySqlTransaction as error:
+            raise StoreUnavailableError(
+                f"the chat store {self.location} is read-only: {str(error).strip()}"
+            ) from error
+        except self._psycopg.errors.DiskFull as error:
+            raise StoreUnavailableError(
+                f"the chat store {self.location} is full: {str(error).strip()}"
+            ) from error
         except self._psycopg.OperationalError as error:
             raise StoreUnavailableError(
                 f"the chat store {self.location} is unreachable: {str(error).strip()}"

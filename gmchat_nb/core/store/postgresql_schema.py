@@ -182,12 +182,29 @@ CREATE TABLE IF NOT EXISTS knowledge_versions (
 CREATE INDEX IF NOT EXISTS knowledge_words ON knowledge USING GIN (words)
 """
 
+_VERSION_8: Final = """
+CREATE TABLE IF NOT EXISTS agent_tokens (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    name TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION,
+    last_used_at DOUBLE PRECISION,
+    revoked_at DOUBLE PRECISION
+);
+CREATE INDEX IF NOT EXISTS agent_tokens_by_owner ON agent_tokens (owner, created_at)
+"""
+
 MIGRATIONS: Final[dict[int, str]] = {
     3: _VERSION_3,
     4: _VERSION_4,
     5: _VERSION_5,
     6: _VERSION_6,
     7: _VERSION_7,
+    8: _VERSION_8,
 }
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""

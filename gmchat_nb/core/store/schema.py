@@ -7,7 +7,7 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
@@ -21,7 +21,8 @@ process renews, and the ``committed_sequence`` their stored messages cover. Vers
 Version 7 adds ``knowledge`` (verified queries, definitions and notes, each scoped by project
 and owner), its full-text index ``knowledge_fts`` and ``knowledge_versions`` (each project's count
 of entries and a number its writes raise), and gives conversations their ``project`` and
-``knowledge`` (recall switched for one conversation)."""
+``knowledge`` (recall switched for one conversation). Version 8 adds ``agent_tokens`` (a table
+only): the hashed credentials a person gives an agent for the MCP route."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -167,6 +168,19 @@ CREATE TABLE IF NOT EXISTS knowledge_versions (
 CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5 (
     name, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE IF NOT EXISTS agent_tokens (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    name TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    last_used_at REAL,
+    revoked_at REAL
+);
+CREATE INDEX IF NOT EXISTS agent_tokens_by_owner ON agent_tokens (owner, created_at);
 """
 
 

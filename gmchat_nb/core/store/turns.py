@@ -6,6 +6,13 @@ A process that drives a turn *owns* it (``owner``) and holds a *lease* on it
 by ownership: it applies only while the row still names the writer as owner and the turn is still
 driven, so a process that lost its turn (its lease lapsed and another server took the turn over,
 or closed it) can never add a second run's events or a second terminal event (:class:`TurnLost`).
+
+A recorded cancel command is final: once :meth:`Turns.request_cancel` answered ``cancelled``, the
+turn's driver can no longer end it ``done`` or ``failed`` (nor suspend it) — that write is refused
+with :class:`TurnCancelRequested` and the turn is closed as ``interrupted`` instead. The store's
+one writer lock orders the two writes, so a cancel and a turn's end racing each other agree on
+the outcome: whichever committed first. A driver's write that finds a command recorded by another
+process tells this process's cancel listeners (a SQLite file has no notifications to carry it).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from .usage import add_usage
 from .usage_records import insert_usage_records
 
 __all__ = [
+    "TurnCancelRequested",
     "TurnConflict",
     "TurnLost",
     "Turns",
@@ -54,6 +62,16 @@ class TurnConflict(ValueError):
 class TurnLost(RuntimeError):
     """This process no longer owns the turn: its lease lapsed and another process took it over
     or closed it. Nothing was written; the turn's end is the new owner's to write."""
+
+
+class TurnCancelRequested(RuntimeError):
+    """A cancel command was recorded for the turn before its driver could end (or suspend) it:
+    nothing was written, and the turn's end can only be ``interrupted``. ``command`` is the
+    command's id."""
+
+    def __init__(self, turn_id: str, command: str) -> None:
+        super().__init__(f"turn {turn_id} was cancelled (command {command})")
+        self.command = command
 
 
 def set_turn_state(
@@ -117,17 +135,31 @@ def fence(
     committed_sequence: int | None = None,
 ) -> None:
     """Inside a write: move the turn on (its state, lease and committed sequence) only while
-    ``owner`` drives it; :class:`TurnLost` (rolling the write back) when it does not."""
+    ``owner`` drives it; :class:`TurnLost` (rolling the write back) when it does not. A move out
+    of the driven states (``done``, ``failed``, ``suspended``) is refused with
+    :class:`TurnCancelRequested` once a cancel command is recorded; any other write tells this
+    process's cancel listeners of a recorded command (:attr:`Statements.noticed`)."""
     ended = at if state in FINAL_TURN_STATES else None
+    leaving = state is not None and state not in DRIVEN_TURN_STATES
     moved = connection.execute(
         "UPDATE turns SET state = COALESCE(?, state), ended_at = ?, "
         "lease_expires_at = COALESCE(?, lease_expires_at), "
         "committed_sequence = COALESCE(?, committed_sequence) "
-        f"WHERE conversation_id = ? AND id = ? AND owner = ? AND state IN {_DRIVEN}",
+        f"WHERE conversation_id = ? AND id = ? AND owner = ? AND state IN {_DRIVEN}"
+        + (" AND cancel_command IS NULL" if leaving else "")
+        + " RETURNING cancel_command",
         (state, ended, lease_until, committed_sequence, conversation_id, turn_id, owner),
-    )
-    if moved.rowcount != 1:
+    ).fetchall()
+    if not moved:
+        row = connection.execute(
+            "SELECT owner, state, cancel_command FROM turns WHERE conversation_id = ? AND id = ?",
+            (conversation_id, turn_id),
+        ).fetchone()
+        if row is not None and row[0] == owner and row[1] in DRIVEN_TURN_STATES and row[2]:
+            raise TurnCancelRequested(turn_id, str(row[2]))
         raise TurnLost(f"turn {turn_id} of conversation {conversation_id} is not driven here")
+    if moved[0][0] is not None:
+        connection.noticed.add((conversation_id, turn_id))
 
 
 class Turns(Database):
@@ -155,7 +187,8 @@ class Turns(Database):
         transaction; returns the events' journal positions by sequence.
 
         ``fenced``: the write applies only while ``owner`` drives the turn, and moves its
-        ``state``, lease and ``committed_sequence`` (else :class:`TurnLost`, nothing written).
+        ``state``, lease and ``committed_sequence`` (else :class:`TurnLost`, nothing written; a
+        cancelled turn's end or suspension: :class:`TurnCancelRequested`, see :func:`fence`).
         Unfenced, ``state`` (one of :data:`TURN_STATES`) upserts the lifecycle row."""
         if state is not None:
             _check_turn_state(state)
@@ -251,16 +284,20 @@ class Turns(Database):
         self, owner: str, turns: Iterable[tuple[str, str]], *, lease_until: float
     ) -> list[tuple[str, str]]:
         """Extend ``owner``'s lease on each (conversation, turn) it drives, in one transaction;
-        returns the turns it no longer owns (another process took them over)."""
+        returns the turns it no longer owns (another process took them over). A turn with a
+        cancel command recorded is told to this process's cancel listeners (a command another
+        process recorded in a SQLite file reaches its turn here, if no write found it first)."""
         lost: list[tuple[str, str]] = []
         with self._write() as connection:
             for conversation_id, turn_id in turns:
                 moved = connection.execute(
                     "UPDATE turns SET lease_expires_at = ? WHERE conversation_id = ? AND id = ? "
-                    f"AND owner = ? AND state IN {_DRIVEN}",
+                    f"AND owner = ? AND state IN {_DRIVEN} RETURNING cancel_command",
                     (lease_until, conversation_id, turn_id, owner),
-                )
-                if moved.rowcount == 0:
+                ).fetchall()
+                if moved and moved[0][0] is not None:
+                    connection.noticed.add((conversation_id, turn_id))
+                if not moved:
                     row = connection.execute(
                         "SELECT owner FROM turns WHERE conversation_id = ? AND id = ?",
                         (conversation_id, turn_id),

@@ -2,7 +2,10 @@
 
 * In a chat (``chat``), the mutation intent gate: the user's own words in this turn must ask
   for a change (:mod:`~gmchat_nb.core.guards.intent`); a ``mutate`` call the data or the model
-  thought of is refused with ``no_change_requested`` before anyone is asked.
+  thought of is refused with ``no_change_requested`` before anyone is asked. Where the gate
+  cannot read the language of the user's words (:mod:`~gmchat_nb.core.guards.readable`), its
+  silence proves nothing: the change is held for the person instead, confirm-listed or not,
+  and its card says that the request could not be read as one.
 * An agent's call (``agent``) has no words of a person to read: a person decides it instead,
   when its mutation is confirm-listed (the trust settings).
 * A terminal's call (``command``) was typed by the person who runs it: it runs as asked.
@@ -33,6 +36,9 @@ class IntentStage(Stage):
             refusal = scope.guards.intent_refusal(prepared.mutation, record.args)
             if refusal is not None:
                 record.answer(self.name, refusal)
+                return
+            if scope.guards.intent_unread:
+                record.pending = True  # a person reads what the gate could not
                 return
         if prepared.mutation in scope.confirm_mutations:
             record.pending = True

@@ -3,6 +3,8 @@
 - :mod:`.owner` — :class:`TurnOwner`, the one owner of a turn's life in a process: admission,
   holding and leases, cancel, take-over, closing and following; every surface goes through it.
 - :mod:`.writer` — :class:`TurnWriter`, a turn's queued writes: grouped, fenced, retried.
+- :mod:`.outage` — a store that cannot take a turn's writes, told to its live followers as a
+  ``notice`` of kind ``store``.
 - :mod:`.closing` — closing a turn nobody drives, its effects settled honestly.
 - :mod:`.identity` — this process as an owner, and the scopes of servers that may take over.
 
@@ -30,6 +32,7 @@ from ..store import (
 from ..store.records import FINAL_TURN_STATES, JournalEntry
 from .closing import SERVER_STOPPED, close_turn, resumable
 from .identity import OWNER, kernel_scope, server_scope
+from .outage import STORE_CODES, store_problem
 from .owner import EXPIRED, LEASE_SECONDS, TurnOwner, new_turn_id
 from .writer import GROUP_SECONDS, STEP_RETRY_SECONDS, TRANSIENT, TurnWriter
 
@@ -41,6 +44,7 @@ __all__ = [
     "OWNER",
     "SERVER_STOPPED",
     "STEP_RETRY_SECONDS",
+    "STORE_CODES",
     "TRANSIENT",
     "Admission",
     "ChatStore",
@@ -61,4 +65,5 @@ __all__ = [
     "new_turn_id",
     "resumable",
     "server_scope",
+    "store_problem",
 ]

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from tenacity import AsyncRetrying, retry_if_exception_type
 
+from ..events import Notice
 from ..store import (
     Admission,
     ChatStore,
@@ -140,6 +141,7 @@ class TurnOwner:
         self.owner = OWNER
         self.stopping = False  # a server shutting down releases its resumable turns
         self._lost: list[Callable[[str, str], None]] = []
+        self._store_waits: list[Callable[[str, str, Notice], None]] = []
         self._keeper: threading.Thread | None = None
         self._pause = threading.Event()  # never set: the keeper's sleep
         self._background: set[asyncio.Task[None]] = set()
@@ -232,6 +234,20 @@ class TurnOwner:
         """Call ``listener(conversation_id, turn_id)`` (from the keeper thread) when a turn this
         process drives turns out to be another's (it should stop running it)."""
         self._lost.append(listener)
+
+    def on_store_wait(self, listener: Callable[[str, str, Notice], None]) -> None:
+        """Call ``listener(conversation_id, turn_id, notice)`` (on the thread that writes the
+        turn) when a turn driven here cannot write and waits for its store: ``notice`` is the
+        ``notice`` of kind ``store`` for its live followers (it cannot be journaled)."""
+        self._store_waits.append(listener)
+
+    def store_waits(self, conversation_id: str, turn_id: str, notice: Notice) -> None:
+        """Tell the store-wait listeners (a listener that fails is logged, never raised)."""
+        for listener in list(self._store_waits):
+            try:
+                listener(conversation_id, turn_id, notice)
+            except Exception:
+                log.exception("a store-wait listener failed")
 
     # -- admission ---------------------------------------------------------------------------
 
@@ -355,12 +371,15 @@ class TurnOwner:
 
     def cancel(self, conversation_id: str, turn_id: str, command_id: str) -> str | None:
         """Record an explicit cancel (see :meth:`ChatStore.request_cancel`). The process
-        driving the turn stops it at once (it hears the command) or at its next step; a turn
-        nobody drives any more is closed here and now."""
+        driving the turn stops it at once (it hears the command), at its next step or at its
+        next write, and its end can only be ``interrupted`` from now on (the store refuses any
+        other); a turn nobody drives any more — one of this scope, or one waiting for a
+        person's decision — is closed here and now."""
         result = self.store.request_cancel(conversation_id, turn_id, command_id)
         if result == "cancelled":
             turn = self.store.turn(conversation_id, turn_id)
-            if turn is not None and (turn.scope or "") == self.scope and self.abandoned(turn):
+            ours = turn is not None and (turn.scope or "") == self.scope
+            if turn is not None and (turn.state == "suspended" or (ours and self.abandoned(turn))):
                 self.close(turn, f"it was cancelled (command {command_id})")
         return result
 

@@ -13,7 +13,10 @@ used; :class:`TurnWriter` writes them together, in one transaction each time:
 Every write is fenced: it applies only while this process owns the turn (:class:`TurnLost`
 otherwise, nothing written), and renews the owner's lease. A write that fails keeps its rows
 queued for the next one (nothing of the turn is dropped, and another turn never sees them);
-:meth:`TurnWriter.write_eventually` retries with backoff while the store is away.
+:meth:`TurnWriter.write_eventually` retries with backoff while the store is away. The first
+failure of a wait, and the first after writes went through again, is told to the owner's
+store-wait listeners as a ``notice`` of kind ``store`` (:mod:`.outage`): the people following
+the turn learn at once that it waits for its store.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from tenacity import (
 from tenacity.wait import wait_base
 
 from ..store import StoreUnavailableError, TurnLost
+from .outage import Waiting, store_notice, store_problem
 
 if TYPE_CHECKING:
     from .owner import TurnOwner
@@ -77,6 +81,7 @@ class TurnWriter:
         self._records: list[dict[str, Any]] = []
         self._last_sequence = 0  # the latest event queued
         self._timer: asyncio.TimerHandle | None = None
+        self._told: tuple[str, Waiting] | None = None  # the store wait the followers were told
 
     # -- queueing ------------------------------------------------------------------------------
 
@@ -156,8 +161,19 @@ class TurnWriter:
         except TurnLost:
             self.lost = True
             raise
+        self._told = None  # the store takes writes: a later failure is news again
         self._messages, self._events, self._usage, self._records = [], [], {}, []
         self.positions.update(positions)
+
+    def store_waits(self, error: BaseException, waiting: Waiting) -> None:
+        """Tell the followers (through the owner's store-wait listeners) that the turn cannot
+        write: it ``waiting`` at its ``step``, or its ``end`` waits; once per wait and code."""
+        told = (store_problem(error), waiting)
+        if told == self._told:
+            return
+        self._told = told
+        notice = store_notice(told[0], waiting, step_seconds=STEP_RETRY_SECONDS)
+        self.owner.store_waits(self.conversation_id, self.turn_id, notice)
 
     async def write_eventually(self, write: Callable[[], None], *, within: float) -> None:
         """``write`` (a :meth:`flush`), retried with backoff while the store fails in passing,
@@ -167,6 +183,7 @@ class TurnWriter:
             return
         except TRANSIENT as error:
             log.warning("turn %s waits for its store: %s", self.turn_id, error)
+            self.store_waits(error, "step")
         retrying = AsyncRetrying(
             stop=stop_after_delay(within),
             wait=backoff(first=0.05, longest=1.0),
@@ -186,6 +203,9 @@ class TurnWriter:
             self.flush(step=False)
         except TurnLost:
             log.warning("turn %s was taken over by another process", self.turn_id)
+        except TRANSIENT as error:  # kept queued: the turn's next step waits for the store
+            log.debug("turn %s: a grouped write failed (%s)", self.turn_id, error)
+            self.store_waits(error, "step")
         except Exception as error:  # the turn's next write says so and ends it
             log.debug("turn %s: a grouped write failed (%s)", self.turn_id, error)
 

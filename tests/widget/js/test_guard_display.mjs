@@ -1,5 +1,6 @@
 // The front end's guard displays, pure parts: the host shown after a link, a tool result's flags
-// and a confirmation's provenance.
+// and a confirmation's provenance (and the note its card shows for a request the gate could not
+// read).
 // Run: node tests/widget/js/test_guard_display.mjs   (node >= 20, after `npm ci` in frontend/;
 // exit code 1 on failure). It imports the built module, gmchat_nb/widget/static/chat.js.
 
@@ -9,7 +10,9 @@ import { test } from "node:test";
 import { CHAT_JS, newWindow } from "./dom.mjs";
 
 const {
+  ConfirmBox,
   FLAGGED_WARNING,
+  UNREAD_REQUEST_NOTE,
   confirmProvenance,
   flagReasonText,
   flagText,
@@ -165,9 +168,15 @@ test("a confirmation's provenance: paths from data, by input key, and the warnin
   assert.deepEqual(confirmProvenance({ from_data: ["name", "supplier.name", "name"], flagged_data_read: true }), {
     fromData: ["name", "supplier.name"],
     flagged: true,
+    requestUnread: false,
   });
-  assert.deepEqual(confirmProvenance(undefined), { fromData: [], flagged: false });
-  assert.deepEqual(confirmProvenance({ from_data: "name", flagged_data_read: "yes" }), { fromData: [], flagged: false });
+  assert.deepEqual(confirmProvenance(undefined), { fromData: [], flagged: false, requestUnread: false });
+  assert.deepEqual(confirmProvenance({ from_data: "name", flagged_data_read: "yes", request_unread: "yes" }), {
+    fromData: [],
+    flagged: false,
+    requestUnread: false,
+  });
+  assert.equal(confirmProvenance({ from_data: [], flagged_data_read: false, request_unread: true }).requestUnread, true);
   const owners = pathsByKey(["name", "supplier", "lines", "a", "a.b"], ["name", "supplier.name", "lines[0].price", "a.b.c", "nameX", "other"]);
   assert.deepEqual(Object.fromEntries(owners), {
     name: "name",
@@ -178,4 +187,61 @@ test("a confirmation's provenance: paths from data, by input key, and the warnin
     other: null,
   });
   assert.equal(FLAGGED_WARNING, "Text that looks like instructions was read in this turn; check this change carefully.");
+});
+
+test("a confirmation whose request the gate could not read says so on its card", () => {
+  const previous = globalThis.document;
+  globalThis.document = document; // the card builds its elements in this jsdom document
+  try {
+    const card = (provenance) =>
+      new ConfirmBox(() => {}, {
+        type: "confirm_mutation",
+        id: "call-1",
+        mutation: "createPart",
+        input: { name: "Dado M6" },
+        provenance,
+      }).el;
+    const unread = card({ from_data: [], flagged_data_read: false, request_unread: true });
+    const note = unread.querySelector("[data-testid=unread-request]");
+    assert.equal(note.textContent, UNREAD_REQUEST_NOTE);
+    assert.equal(note.getAttribute("role"), "alert");
+    assert.ok(UNREAD_REQUEST_NOTE.startsWith("Your message could not be read as asking for this change"));
+    // a request the gate read, and an older server's provenance: no note
+    assert.equal(card({ from_data: [], flagged_data_read: false }).querySelector("[data-testid=unread-request]"), null);
+    assert.equal(card(undefined).querySelector("[data-testid=unread-request]"), null);
+  } finally {
+    globalThis.document = previous;
+  }
+});
+
+test("a decision the server did not take says so on its card, and may be given again when it never arrived", () => {
+  const previous = globalThis.document;
+  globalThis.document = document;
+  try {
+    const sent = [];
+    const box = new ConfirmBox((msg) => sent.push(msg), {
+      type: "confirm_mutation",
+      id: "mcp-1",
+      mutation: "createPart",
+      input: { name: "AgentPart" },
+    });
+    const confirm = box.el.querySelector("[data-testid=gmchat-confirm]");
+    const outcome = box.el.querySelector(".gmchat-confirm-outcome");
+    confirm.click();
+    assert.equal(outcome.textContent, "confirmed \u2014 running\u2026");
+    // the server was out of reach: the buttons come back, and a second click is sent
+    box.notDecided("Could not reach the Jupyter server: offline", true);
+    assert.equal(outcome.textContent, "not decided \u2014 Could not reach the Jupyter server: offline");
+    assert.equal(confirm.disabled, false);
+    confirm.click();
+    assert.deepEqual(sent.map((m) => m.type), ["confirm", "confirm"]);
+    // refused (expired, decided elsewhere): closed for good, with the server's reason
+    box.notDecided("None of your conversations has a pending confirmation with that id", false);
+    assert.equal(confirm.disabled, true);
+    assert.match(outcome.textContent, /^not decided \u2014 None of your conversations/);
+    confirm.click();
+    assert.equal(sent.length, 2);
+  } finally {
+    globalThis.document = previous;
+  }
 });

@@ -15,6 +15,7 @@ const {
   replayAnswers,
   saveView,
   storageKey,
+  SseParser,
 } = await import(CHAT_JS.href);
 
 /** The Storage interface over a Map; `quota` (characters) makes setItem throw like a full one. */
@@ -203,4 +204,18 @@ test("a lost kernel connection that comes back asks again, once", () => {
   assert.equal(hellos, 1);
   // No kernel (another front end) or a strange one: nothing to watch, nothing thrown.
   for (const k of [null, undefined, {}, { connectionStatusChanged: 3 }, hostile]) new ConnectionWatch(k, () => hellos++).dispose();
+});
+
+test("an SSE frame's id is its own: a live-only frame without one is no journal position", () => {
+  const parser = new SseParser();
+  const frames = parser.push(
+    'id: 7\nevent: text_chunk\ndata: {"type":"text_chunk"}\n\n' +
+      'event: notice\ndata: {"type":"notice","kind":"store"}\n\n' +
+      ": keep-alive\n\n" +
+      'id: 8\nevent: done\ndata: {"type":"done"}\n\n',
+  );
+  assert.deepEqual(
+    frames.map((f) => [f.id, f.event]),
+    [["7", "text_chunk"], [null, "notice"], ["8", "done"]],
+  );
 });
