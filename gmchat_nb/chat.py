@@ -51,6 +51,7 @@ from .core.turns import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    from nbformat import NotebookNode
 
 __all__ = ["Chat", "Turn"]
 
@@ -353,9 +354,12 @@ class Chat:
         finally:
             await self.aclose()
 
-    def confirm(self, confirmation_id: str, confirmed: bool = True) -> bool:
-        """Approve (or reject) the mutation a running turn waits for."""
-        return self._session.confirm(confirmation_id, confirmed) if self._session else False
+    def confirm(self, confirmation_id: str, confirmed: bool = True, *, via: str = "kernel") -> bool:
+        """Approve (or reject) the mutation a running turn waits for (``via``: where the
+        decision was made, as its change record keeps it: the notebook's kernel by default)."""
+        if self._session is None:
+            return False
+        return self._session.confirm(confirmation_id, confirmed, via=via)
 
     async def decide(self, confirmation_id: str, confirmed: bool = True) -> list[dict[str, Any]]:
         """Approve (or reject) a mutation that waits in the store rather than in a turn running
@@ -409,6 +413,36 @@ class Chat:
         """Delete what is older than ``ttl_hours`` from the store (GeneralManager's chat_cleanup)."""
         session = await self.session()
         return session.store.cleanup(self.settings.ttl_hours)
+
+    def to_notebook(
+        self,
+        path: str | Path | None = None,
+        *,
+        overwrite: bool = False,
+        conversation_id: str | None = None,
+    ) -> NotebookNode:
+        """The current conversation (or ``conversation_id``, one of yours) as a notebook that
+        re-runs its queries and charts: an ``nbformat`` notebook without outputs, written to
+        ``path`` when given (an existing file only with ``overwrite=True``). Built from the
+        store alone. :class:`~gmchat_nb.chat_export.ExportError` ``not_found`` for no (or
+        another user's) conversation, ``empty`` before a turn finished. See docs/export.md."""
+        # (nbformat and the exporter load on the first export, not with gmchat_nb)
+        from .chat_export import ExportError, export_conversation, write_notebook
+
+        wanted = conversation_id or self.conversation_id
+        store = self._session.store if self._session else open_store(self.settings, self._store_arg)
+        try:
+            if wanted is None:
+                raise ExportError("not_found", "This chat has no conversation yet: ask first.")
+            notebook = export_conversation(
+                store, wanted, actor_id=self.actor.id, settings=self.settings
+            )
+        finally:
+            if self._session is None and not isinstance(self._store_arg, ChatStore):
+                store.close()  # opened for this export alone
+        if path is not None:
+            write_notebook(notebook, path, overwrite=overwrite)
+        return notebook
 
     @property
     def frames(self) -> list[pd.DataFrame]:

@@ -4,8 +4,9 @@
 (exit 0 even for an error result; exit 2 for bad command-line input). ``gmchat serve-demo`` serves
 an embedded demo project's GraphQL over HTTP on 127.0.0.1.
 
-``gmchat knowledge`` is :mod:`gmchat_nb.cli_knowledge`'s; ``--user NAME`` (``ask`` and
-``knowledge``) acts as that person, ``local:NAME``.
+``gmchat knowledge`` is :mod:`gmchat_nb.cli_knowledge`'s and ``gmchat export`` (a conversation as
+a notebook) :mod:`gmchat_nb.cli_export`'s; ``--user NAME`` (``ask``, ``knowledge``, ``export``)
+acts as that person, ``local:NAME``.
 
 ``gmchat ask`` streams a turn through :mod:`gmchat_nb.terminal`; a planned (orchestrated) turn's
 tool steps also name their task, and its plan is summed up after the answer (see
@@ -29,6 +30,7 @@ from typing import Any, TextIO
 
 from .chat import Chat  # eager costs nothing: importing gmchat_nb (this package) imports it
 from .cli_agent_tokens import add_agent_token_parser, agent_token
+from .cli_export import add_export_parser, export
 from .cli_knowledge import add_knowledge_parser, add_user_option, knowledge, user_actor
 from .core.events import ChatEvent, ToolCall, ToolResult
 from .core.project.targets import DEMO_TARGETS, demo_name
@@ -76,6 +78,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return knowledge(options)
     if options.command == "agent-token":
         return agent_token(options)
+    if options.command == "export":
+        return export(options)
     parser.print_help()
     return EXIT_USAGE
 
@@ -145,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     add_user_option(ask)
     add_knowledge_parser(commands)
     add_agent_token_parser(commands)
+    add_export_parser(commands)
     mcp = commands.add_parser(
         "mcp",
         help="serve the chat's tools to an agent over MCP (stdio)",

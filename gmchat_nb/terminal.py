@@ -54,7 +54,7 @@ async def ask_in_terminal(
         else:
             _render(event, out, numbers)
         if isinstance(event, ConfirmMutation):
-            chat.confirm(event.id, decide(event))
+            chat.confirm(event.id, decide(event), via="terminal")
         failed = failed or isinstance(event, Error)
     return 1 if failed else 0
 

@@ -129,3 +129,31 @@ def _dump(value: Any) -> str:
         return json.dumps(value, default=str)
     except RecursionError:  # a Nested input: its repr is short and holds no names
         return repr(value)
+
+
+# Text that would be markup, code or math where a notebook renders or runs it: raw HTML and
+# scripts, images from anywhere, links to scripts, entities that spell tags, MathJax, Python that
+# would run outside a string literal, invisible and bidi characters, a lone surrogate.
+HOSTILE_TEXT = [
+    "<script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "![tracker](https://evil.example/pixel.png)",
+    "![ref][pixel]\n\n[pixel]: https://evil.example/pixel.png",
+    "[click](javascript:window.__pwned=3)",
+    "[ref link][run]\n\n[run]: JavaScript:window.__pwned=4",
+    "<https://evil.example/autolink> <javascript:alert(5)>",
+    '<a href="https://evil.example">a</a><!-- a comment -->',
+    "&lt;script&gt;alert(6)&lt;/script&gt; &#60;img src=x onerror=alert(7)&#62;",
+    "<svg onload=alert(8)></svg><iframe src=https://evil.example></iframe>",
+    "$\\href{javascript:alert(9)}{click}$ costs $5 and $$x^2$$",
+    "\\(x\\) \\[y\\] \\begin{equation}z\\end{equation} &#36;w&#36; \\$v\\$",
+    "```\n<script>alert(10)</script>\n```",
+    "`<img src=x onerror=alert(11)>`",
+    "''')\nimport os; os.system('touch /tmp/pwned')  #",
+    '"""\nimport os\nos.system("echo pwned")\n"""',
+    "\\'; __import__('os').system('id'); '",
+    "\nPROJECT = 'https://evil.example/graphql'\nHEADERS = {'x': 1}\n",
+    "{{ frame }} ${frame} %(frame)s {0.__class__}",
+    "invoice\u202egnp.exe and tag\U000e0041\U000e0042 and zero\u200bwidth",
+    "lone \ud800 surrogate",
+]

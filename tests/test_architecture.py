@@ -76,12 +76,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gmchat_nb.core.turns", "gmchat_nb.core.knowledge"),
     ("gmchat_nb.core.session",),
     # The chat's tools for agents (MCP's core, without the SDK): reads, and changes as turns.
-    ("gmchat_nb.core.agent",),
+    # Beside it and apart, a conversation exported as a notebook: above the session, whose
+    # evidence cell it writes per query, it reads the store through core.turns as the surfaces
+    # do (never core.store's modules), and every surface that exports calls it.
+    ("gmchat_nb.core.agent", "gmchat_nb.core.export"),
     # Charts in Python (``turn.charts``, ``chart_spec``): public API that ``Chat`` builds on.
     ("gmchat_nb.charts",),
     # Surfaces. ``Chat`` is the notebook API the adapters below it wrap; ``Chat.knowledge`` is
-    # its knowledge, on the session's book.
-    ("gmchat_nb.chat_knowledge",),
+    # its knowledge, on the session's book; ``chat_export`` the export of a conversation as a
+    # notebook that ``Chat.to_notebook``, ``gmchat export`` and the server's route share.
+    ("gmchat_nb.chat_knowledge", "gmchat_nb.chat_export"),
     ("gmchat_nb.chat",),
     # The MCP server over the agent tools (the official SDK), which stdio and the extension serve.
     ("gmchat_nb.mcp_server",),
@@ -91,8 +95,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "gmchat_nb.terminal",
         "gmchat_nb.cli_knowledge",
     ),
-    # ``gmchat agent-token`` takes ``gmchat knowledge``'s ``--user``.
-    ("gmchat_nb.cli_agent_tokens",),
+    # ``gmchat agent-token`` and ``gmchat export`` take ``gmchat knowledge``'s ``--user``.
+    ("gmchat_nb.cli_agent_tokens", "gmchat_nb.cli_export"),
     # The public API package (``%load_ext`` wires in the widget) and the ``gmchat`` command.
     ("gmchat_nb", "gmchat_nb.cli"),
     # The evaluation runner drives chats through the public API.
@@ -576,6 +580,7 @@ TOOL_WORDS_ELSEWHERE: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the chart tool's argument naming a result",
     ),
+    ("gmchat_nb.core.events", "query"): (1, "the tool_result field journaling a query's request"),
     # The query tool itself, in a module this change left to its owner: it should read TOOLS too.
 }
 

@@ -31,6 +31,7 @@ PAGES = (
     "project",
     "chat-api",
     "charts",
+    "export",
     "knowledge",
     "cost",
     "server",
@@ -80,6 +81,7 @@ PRINTS = {
     "--dataset basic_queries --max-cost": "OVER (cost could not be priced",
     'gmchat ask "Which parts are made of cobalt?"': "Verified query: titanium parts",
     "gmchat knowledge remove --mine": "removed 2 entries",
+    "--nbval-current-env -p no:cacheprovider -q ~/copper.ipynb": " passed",
 }
 # The hub example's database is the tests' PostgreSQL server (a fresh schema of it).
 README_DATABASE = "postgresql://chat:secret@db.internal:5432/gmchat"

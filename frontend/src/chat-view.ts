@@ -5,7 +5,8 @@
  * `table_page`, `frame_bound`, `chart_options`, `conversations`, `knowledge` (the answers to its
  * knowledge requests: knowledge.ts, the header's knowledge view) and `error` as they arrive. A host
  * that reaches the agent-token routes (the side panel) adds the header's **Agents** drawer
- * (agent-tokens-view.ts). Every
+ * (agent-tokens-view.ts). **Export as notebook** (notebook-export.ts) asks the kernel, or the
+ * host's exporter (the side panel's). Every
  * view keeps its own state, and its cursor and turns in sessionStorage so a reload replays (see
  * replay.ts).
  */
@@ -19,6 +20,7 @@ import { button, h } from "./dom";
 import { displayName, errorText } from "./format";
 import { KnowledgeClient } from "./knowledge";
 import { KnowledgeView } from "./knowledge-view";
+import { ExportAction, type NotebookExporter } from "./notebook-export";
 import type { ClientMessage, ErrorInfo, ReplayMessage, ServerMessage, SnapshotMessage, TurnRecord } from "./protocol";
 import {
   type StoredView,
@@ -53,6 +55,11 @@ export interface ChatViewOptions {
    * the browser session): the header gets **Agents**. Without it (the notebook widget) no button.
    */
   agentTokens?: AgentTokensOptions | null;
+  /**
+   * Writes **Export as notebook**'s file (the side panel: beside the active notebook, through
+   * JupyterLab's contents). Without one (the notebook widget) the kernel writes it.
+   */
+  exportNotebook?: NotebookExporter | null;
 }
 
 function isRecord(value: unknown): value is TurnRecord {
@@ -69,6 +76,7 @@ export class ChatView implements TurnHost {
   readonly knowledge: KnowledgeClient;
   private readonly knowledgeView: KnowledgeView;
   private readonly agentsView: AgentTokensView | null;
+  private readonly exportAction: ExportAction;
   private readonly turns = new Map<number, TurnView>(); // index -> TurnView
   private readonly dirty = new Set<TurnView>();
   private readonly countdowns = new Set<ConfirmBox>();
@@ -134,6 +142,8 @@ export class ChatView implements TurnHost {
           if (open && this.knowledgeView.isOpen) this.knowledgeView.toggle(false);
         })
       : null;
+    const exportTarget = () => ({ conversationId: this.conversationId, title: this.picker.titleOf(this.conversationId) });
+    this.exportAction = new ExportAction(options.exportNotebook, (msg) => this.transport.send(msg), exportTarget);
     this.log = h("div", {
       cls: "gmchat-log",
       attrs: { role: "log", "aria-live": "polite", "aria-label": "Chat messages", tabindex: "0" },
@@ -173,10 +183,12 @@ export class ChatView implements TurnHost {
             button("New", { testid: "gmchat-new", aria: "New conversation", onClick: () => this.send({ type: "new_conversation" }) }),
             this.picker.el,
             button("Clear", { testid: "gmchat-clear", aria: "Clear the conversation", onClick: () => this.send({ type: "clear" }) }),
+            this.exportAction.button,
             knowledgeButton,
             this.agentsView?.toggleButton,
           ]),
         ]),
+        this.exportAction.status,
         this.knowledgeView.el,
         this.agentsView?.el,
         this.log,
@@ -240,6 +252,8 @@ export class ChatView implements TurnHost {
         return; // the chart loader's answer (widget.ts)
       case "knowledge":
         return this.knowledge.receive(msg);
+      case "notebook_exported":
+        return this.exportAction.receive(msg);
       default:
         break;
     }
@@ -592,6 +606,7 @@ export class ChatView implements TurnHost {
     this.stopListening();
     this.stopTicker();
     this.knowledge.dispose();
+    this.exportAction.dispose();
     this.knowledgeView.dispose();
     this.agentsView?.toggle(false); // (a secret still shown leaves the page)
     this.countdowns.clear();

@@ -34,6 +34,7 @@ const LIST_INTERVAL_MS = 2000;
 export class ConversationPicker {
   readonly el: HTMLSelectElement;
   private lastListRequest = 0;
+  private titles = new Map<string, string>(); // conversation id -> its title, as last listed
 
   /**
    * @param send sends `list_conversations` and `open_conversation`
@@ -62,6 +63,9 @@ export class ConversationPicker {
     const options = list
       .filter((item): item is ConversationItem => Boolean(item) && typeof item === "object" && item?.id !== undefined)
       .map((item) => h("option", { text: conversationLabel(item), attrs: { value: String(item.id) } }));
+    this.titles = new Map(
+      list.filter((item): item is ConversationItem => Boolean(item) && typeof item === "object").map((item) => [String(item.id), String(item.title ?? "")]),
+    );
     const known = list.some((item) => item && String(item.id) === String(currentId));
     if (currentId !== null && currentId !== undefined && !known) {
       options.unshift(h("option", { text: "Current conversation (new)", attrs: { value: String(currentId) } }));
@@ -71,6 +75,11 @@ export class ConversationPicker {
     }
     this.el.replaceChildren(...options);
     this.el.value = currentId === null || currentId === undefined ? "" : String(currentId);
+  }
+
+  /** The title of conversation `id` as last listed ("" when it has none or is not listed). */
+  titleOf(id: string | null): string {
+    return id === null ? "" : (this.titles.get(id) ?? "");
   }
 
   /** A snapshot's or replay's `conversations`: a list, or {items, current}. */

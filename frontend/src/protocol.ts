@@ -408,6 +408,8 @@ export type ClientMessage =
   | { type: "clear" }
   | { type: "chart_request"; table: string; intent?: ChartIntent }
   | { type: "chart_library" }
+  /** **Export as notebook** (the widget: the kernel writes the file), answered by `notebook_exported` */
+  | { type: "export_notebook"; request: string }
   | KnowledgeRequest;
 
 export type ClientMessageType = ClientMessage["type"];
@@ -525,6 +527,17 @@ export interface KnowledgeMessage {
   error?: KnowledgeProblem | null;
 }
 
+/**
+ * The kernel's answer to `export_notebook` (its `request` id echoed): the path of the notebook it
+ * wrote, or why it wrote none.
+ */
+export interface NotebookExportedMessage {
+  type: "notebook_exported";
+  request?: string;
+  path?: string | null;
+  error?: ErrorInfo | null;
+}
+
 export interface ErrorMessage extends ErrorInfo {
   type: "error";
 }
@@ -542,6 +555,7 @@ export type ServerMessage =
   | ChartOptionsMessage
   | ChartLibraryMessage
   | KnowledgeMessage
+  | NotebookExportedMessage
   | ErrorMessage;
 
 export type ServerMessageType = ServerMessage["type"];
@@ -559,6 +573,7 @@ const SERVER_TYPES: ReadonlySet<string> = new Set<ServerMessageType>([
   "chart_options",
   "chart_library",
   "knowledge",
+  "notebook_exported",
   "error",
 ]);
 

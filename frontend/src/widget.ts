@@ -88,6 +88,20 @@ export {
   sumCosts,
   usageSummary,
 } from "./usage";
+export {
+  EXPORT_TIMEOUT_MS,
+  ExportAction,
+  FALLBACK_NAME,
+  KernelNotebookExport,
+  MAX_NUMBERED,
+  NAME_LENGTH,
+  NOTHING_TO_EXPORT,
+  exportText,
+  firstFreeName,
+  notebookFileName,
+  numberedName,
+} from "./notebook-export";
+export { NO_NOTEBOOK_ROUTE, dispositionName, notebookExporter, notebookRefusal, pathIn } from "./transport/server-notebook";
 export { ChatView, CommTransport };
 
 /** How long a view waits for the kernel to send the chart library. */

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Self
 
 __all__ = [
     "ERROR_MESSAGES",
+    "JOURNALED_QUERY",
     "Chart",
     "ChatEvent",
     "ConfirmMutation",
@@ -61,6 +62,7 @@ ERROR_MESSAGES: dict[str, str] = {
     "budget_exhausted": "The request reached its execution limit.",
     "synthesis_failed": "I could not produce a grounded answer from the available data.",
 }
+JOURNALED_QUERY = "query"  # the tool_result field journaling a query's request (ToolResult)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,12 +157,14 @@ class ToolResult(_Event):
     ``task_id`` and ``evidence_id`` (``task_1:query:1``). ``flags`` (gmchat_nb's addition) marks
     text in the result that looks written for the model rather than for a person
     (``[{path, reasons, excerpt}]``: instructions, chat-template tokens, tool names, markdown
-    images, URLs with query strings, invisible characters); the read is not blocked.
+    images, URLs with query strings, invisible characters); the read is not blocked. ``query``
+    (ours, on a query that ran; not for the model) is the request it sent, so that evidence and
+    notebooks never compile it again: ``{manager, document, variables, pages?, window?}``.
     """
 
     type: ClassVar[str] = "tool_result"
     _optional: ClassVar[frozenset[str]] = frozenset(
-        {"frame", "duration_ms", "task_id", "evidence_id", "flags"}
+        {"frame", "duration_ms", "task_id", "evidence_id", "flags", JOURNALED_QUERY}
     )
     id: str
     name: str
@@ -170,6 +174,7 @@ class ToolResult(_Event):
     task_id: str | None = None
     evidence_id: str | None = None
     flags: list[dict[str, Any]] | None = None
+    query: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

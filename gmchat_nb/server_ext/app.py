@@ -41,6 +41,7 @@ from .knowledge_exchange import (
     KnowledgeImportHandler,
 )
 from .mcp import MCPBridge, MCPHandler, MCPMissingHandler, mcp_installed
+from .notebook import ConversationNotebookHandler
 from .sessions import ChatRuntime
 from .sse import StreamHandler
 from .usage import UsageHandler
@@ -148,6 +149,11 @@ class GMChat(ExtensionApp):
                 (prefix + "/turns/?", TurnsHandler, common),
                 (prefix + "/conversations/([^/]+)/events/?", ConversationEventsHandler, streaming),
                 (prefix + "/conversations/([^/]+)/turns/?", ConversationTurnsHandler, common),
+                (
+                    prefix + "/conversations/([^/]+)/notebook/?",
+                    ConversationNotebookHandler,
+                    common,
+                ),
                 (prefix + "/conversations/([^/]+)/turns/([^/]+)/cancel/?", CancelHandler, common),
                 (
                     prefix + "/conversations/([^/]+)/turns/([^/]+)/evidence/?",

@@ -55,7 +55,7 @@ from typing import Any
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..core.session.evidence import stored_evidence
+from ..core.session.evidence import JournaledQuery, stored_evidence
 from ..core.session.messages import text_refusal
 from ..core.turns import (
     FINAL_TURN_STATES,
@@ -407,13 +407,24 @@ class TurnEvidenceHandler(DurableHandler):
         # (a turn stored before turns had rows of their own is known by its events alone)
         if not events and store.turn(conversation_id, turn_id) is None:
             raise Refused(404, "bad_event", UNKNOWN_TURN)
-        if not any(event.get("type") == "tool_result" and event.get("frame") for event in events):
+        queries = [e for e in events if e.get("type") == "tool_result" and e.get("frame")]
+        if not queries:
             return []  # no query: nothing to compile, the project is not needed
+        # queries that journaled their request are shown as they ran, even with the project away
+        journaled = all(JournaledQuery.of_event(event) is not None for event in queries)
         try:
             project = await runtime.project()
+        except STORE_UNAVAILABLE:
+            raise
+        except Exception:  # the project cannot be connected
+            if not journaled:
+                log.exception("gmchat could not connect the project for turn %s", turn_id[:200])
+                raise Refused(503, "chat_error", UNAVAILABLE) from None
+            project = None
+        try:
             return await stored_evidence(project, runtime.settings, events)
         except STORE_UNAVAILABLE:
             raise
-        except Exception:  # the project cannot be connected, or an id look-up failed
+        except Exception:  # an id look-up of an older journal's query failed
             log.exception("gmchat could not compile the evidence of turn %s", turn_id[:200])
             raise Refused(503, "chat_error", UNAVAILABLE) from None

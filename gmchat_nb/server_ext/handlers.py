@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
 from ..core.events import Error, answer_text, error_event
@@ -38,6 +38,7 @@ __all__ = [
     "allow",
     "envelope",
     "implemented",
+    "person_session",
     "unavailable_message",
 ]
 
@@ -96,6 +97,18 @@ def implemented(handler: type[web.RequestHandler]) -> list[str]:
     ]
 
 
+def person_session(handler: JupyterHandler) -> bool:
+    """Whether a person's browser session sent this request (or opened this socket): Jupyter's
+    login cookie (whose POSTs Jupyter has checked for the XSRF token, whose sockets for their
+    Origin), not a token in an ``Authorization`` header or a ``?token=`` argument. A token is
+    what an agent or a script holds; only a person's session decides an agent's change or
+    manages agent tokens."""
+    if handler.current_user is None or handler.token_authenticated:
+        return False
+    request = handler.request
+    return "Authorization" not in request.headers and not handler.get_argument("token", "")
+
+
 def unavailable_message(error: BaseException) -> str:
     """What a client is told when the store cannot be used: the store's own words when it says
     which store and what is wrong with it (never a password), else the generic message."""
@@ -127,13 +140,8 @@ class GMChatHandler(APIHandler):
 
     @property
     def person_session(self) -> bool:
-        """Whether a person's browser session sent this request: Jupyter's login cookie (whose
-        POSTs Jupyter has checked for the XSRF token), not a token in an ``Authorization``
-        header or a ``?token=`` argument. A token is what an agent or a script holds; only a
-        person's session decides an agent's change or manages agent tokens."""
-        if self.current_user is None or self.token_authenticated:
-            return False
-        return "Authorization" not in self.request.headers and not self.get_argument("token", "")
+        """:func:`person_session` of this request."""
+        return person_session(self)
 
     def check_permission(self) -> None:
         """The ``permission`` setting: ``(user, request) -> bool``; False is 403."""
@@ -317,6 +325,7 @@ class ConfirmHandler(GMChatHandler):
             transport="sse",
             unavailable_code="bad_event",
             by_person=by_person,
+            via="browser" if by_person else "token",
         )
         run = self.runtime.start(
             conversation_id,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from typing import Any
@@ -41,6 +42,7 @@ from .handlers import (
     UNAVAILABLE,
     UNKNOWN_CONVERSATION,
     implemented,
+    person_session,
     unavailable_message,
 )
 from .requests import (
@@ -258,7 +260,8 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
             # The running turn waits for this id: hand it the decision, it streams the rest.
             if self._pending != confirmation_id or self._session is None:
                 raise Refused(400, "bad_event", "The running turn waits for another confirmation.")
-            if not await self.runtime.on_engine(self._session.confirm, confirmation_id, confirmed):
+            decide = functools.partial(self._session.confirm, via="socket")
+            if not await self.runtime.on_engine(decide, confirmation_id, confirmed):
                 return self.send_error_event("confirmation_unavailable")
             self._pending = None
             return None
@@ -287,6 +290,9 @@ class ChatSocket(WebSocketMixin, WebSocketHandler, JupyterHandler):
                 confirmed,
                 transport="stream",
                 unavailable_code="confirmation_unavailable",
+                # an agent's change is a person's to decide: a socket opened with a token is not
+                by_person=person_session(self),
+                via="socket",
             ),
             durable=durable,
         )

@@ -27,6 +27,7 @@ from ..core.events import ChatEvent, Error, StreamReset, TextChunk, ToolResult, 
 from ..core.session.evidence import evidence_row, planned_ids
 from ..core.turns import new_turn_id
 from .charts import chart_answer, chart_library
+from .export import EXPORT_TYPE, export_answer
 from .knowledge import KNOWLEDGE_TYPES, knowledge_answer
 from .protocol import BATCH_CHARACTERS, BATCH_SECONDS, FRONT_END_TYPES, PAGE_SIZE
 from .replay import TranscriptPositions, pending_confirmation, place_turn, requested_cursor
@@ -122,6 +123,8 @@ class ChatWidget(anywidget.AnyWidget):
             self._post(chart_library())
         elif kind in KNOWLEDGE_TYPES:
             self._spawn(self._knowledge(message))
+        elif kind == EXPORT_TYPE:
+            self._spawn(self._export(message))
         elif kind == "new_conversation":
             self._spawn(self._new_conversation())
         elif kind == "list_conversations":
@@ -430,6 +433,9 @@ class ChatWidget(anywidget.AnyWidget):
 
     async def _knowledge(self, message: dict[str, Any]) -> None:
         self._post(await knowledge_answer(self.chat, message, self.chat_turns))
+
+    async def _export(self, message: dict[str, Any]) -> None:
+        self._post(await export_answer(self.chat, message))
 
     async def _new_conversation(self) -> None:
         await self.chat.new_conversation()

@@ -28,6 +28,11 @@ Front end -> kernel (``type`` and fields):
   answered with ``chart_library``, or ``error`` ``charts_unavailable`` when it was not built.
 * ``new_conversation``, ``list_conversations``, ``open_conversation`` {conversation_id},
   ``clear`` — conversation controls.
+* ``export_notebook`` {request} — **Export as notebook** (:mod:`gmchat_nb.widget.export`): the
+  kernel writes the current conversation with ``Chat.to_notebook`` into its working directory
+  as ``<title>.ipynb`` (the name ``chat_export.notebook_filename`` makes of its title), or
+  ``<title> 1.ipynb``, ``<title> 2.ipynb`` … when that exists: never over a file. ``request`` is
+  an id of the view's choosing; answered with ``notebook_exported``.
 * Knowledge (:mod:`gmchat_nb.widget.knowledge`, through ``Chat.knowledge`` as the chat's user).
   Each carries ``request``, an id of the view's choosing that its answer echoes; each is
   answered with one ``knowledge`` message. Entries are named by ``entry_id`` (not ``id``, as
@@ -92,6 +97,10 @@ Kernel -> front end:
   Entry is ``gmchat_nb.core.knowledge.entry_json``'s: {id, kind, name, status, scope, owner,
   created_by, created_at, updated_at; question, calls, verified_by, verified_at for a verified
   query; text (and term) for a definition or note; flags?, stale_reason?}.
+* ``notebook_exported`` {request, path?, error?: {code, message}} — the answer to
+  ``export_notebook``: the absolute path of the notebook written, or why none was:
+  ``not_found`` (no conversation yet), ``empty`` (no finished turn), ``exists`` (every
+  numbered name taken), ``not_written`` (the folder cannot be written) or ``failed``.
 * ``error`` {message, code}
 
 A turn's events include ``recall`` {items: [{kind, id, name, score}]} first when recall is on
@@ -129,6 +138,7 @@ snapshot (gmchat_nb/widget/replay.py and frontend/src/replay.ts say why and how)
 
 from __future__ import annotations
 
+from .export import EXPORT_TYPE
 from .knowledge import KNOWLEDGE_TYPES
 
 __all__ = ["BATCH_CHARACTERS", "BATCH_SECONDS", "FRONT_END_TYPES", "PAGE_SIZE"]
@@ -150,6 +160,7 @@ FRONT_END_TYPES = frozenset(
         "clear",
         "chart_request",
         "chart_library",
+        EXPORT_TYPE,
         *KNOWLEDGE_TYPES,
     }
 )

@@ -189,3 +189,61 @@ async def test_the_cell_is_python_for_booleans_nulls_lists_quotes_and_any_script
         assert len(await _run_cell(nulls)) == len(outcome.rows)
     finally:
         await project.aclose()
+
+
+# -- the request each query journals -------------------------------------------------------------
+
+
+async def test_a_query_journals_the_request_it_sent_and_its_evidence_needs_no_project() -> None:
+    """A query read in two pages, a window of them kept: its ``tool_result`` journals the
+    document, the first page's variables, the other pages' and the window, and the evidence
+    built from the journal alone (no project: it may be down, its schema may have drifted) is
+    the live turn's."""
+    from gmchat_nb import Chat
+    from gmchat_nb.core.events import JOURNALED_QUERY
+    from gmchat_nb.core.providers.scripted import ScriptedProvider
+
+    args = {"manager": "PurchaseOrder", "fields": ["number", "quantity"],
+            "order_by": ["number"], "limit": 5, "offset": 3}  # fmt: skip
+    rounds = [{"tool_calls": [{"id": "c1", "name": "query", "args": args}]}, {"text": "Five."}]
+    chat = Chat(provider=ScriptedProvider({"rounds": rounds}), store=":memory:")
+    try:
+        turn = await chat.ask("Which orders?")
+        [outcome] = turn.outcomes
+        session = await chat.session()
+        assert chat.conversation_id is not None
+        events = session.store.events(chat.conversation_id)
+        [result] = [event for event in events if event["type"] == "tool_result"]
+        assert result[JOURNALED_QUERY] == {
+            "manager": "PurchaseOrder",
+            "document": outcome.document,
+            "variables": outcome.variables[0],
+            "pages": outcome.variables[1:],
+            "window": [outcome.plan.window_start, outcome.plan.window_start + 5],
+        }
+        live = evidence_row("c1", outcome, SETTINGS)
+        [stored] = await stored_evidence(None, SETTINGS, events)
+        assert stored == live  # the cell too: its literals' keys in order either way
+        assert await stored_evidence(session.project, SETTINGS, events) == [stored]
+        hiding = demo_project(exposed=["Material", "Part", "Project"])
+        try:  # a manager the project hides now is left out, as when it is compiled again
+            assert await stored_evidence(hiding, SETTINGS, events) == []
+        finally:
+            await hiding.aclose()
+        frame = await _run_cell(stored["code"])
+        assert frame.to_dict("records") == [flatten_row(row) for row in outcome.rows]
+    finally:
+        await chat.aclose()
+
+
+async def test_without_a_project_an_older_journal_s_queries_are_left_out() -> None:
+    """A result journaled before results carried their request can only be compiled again."""
+    project = demo_project()
+    try:
+        events = await played(project, "c1", "query", PARTS, 1)
+        assert await stored_evidence(None, SETTINGS, events) == []
+        assert [row["call_id"] for row in await stored_evidence(project, SETTINGS, events)] == [
+            "c1"
+        ]
+    finally:
+        await project.aclose()

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
 from mcp import ClientSession
 
 from gmchat_nb.core.agent.tokens import AgentTokens
@@ -298,3 +299,32 @@ async def test_a_token_made_in_the_terminal_works_on_the_server(server: JupyterS
     assert answer.status_code == 401
     unknown = await gmchat("agent-token", "revoke", mine["id"] + "0", "--store", store)
     assert unknown.returncode == 1 and "no agent token" in unknown.stderr
+
+
+async def test_a_socket_opened_with_a_token_cannot_decide_an_agent_s_change(
+    server: JupyterServer, graphql: GraphQLServer
+) -> None:
+    secret = (await make_token(server, scopes=["read", "propose"]))["secret"]
+    async with agent(server, secret) as session:
+        pending = structured(
+            await session.call_tool(
+                "mutate", {"mutation": "createPart", "input": {"name": "SocketPart"}}
+            )
+        )
+    decision = {
+        "type": "confirm",
+        "confirmation_id": pending["confirmation_id"],
+        "confirmed": True,
+        "conversation_id": pending["conversation_id"],
+    }
+    async with websockets.connect(server.ws_url, additional_headers=AUTH) as socket:
+        await socket.send(json.dumps(decision))
+        refusal = json.loads(await asyncio.wait_for(socket.recv(), 30))
+    assert refusal["type"] == "error" and "person" in refusal["message"], refusal
+    assert graphql.count("SocketPart") == 0
+    async with browser(server) as person:
+        decided = await person.post(
+            "gmchat/chat/confirm/", json=confirm_body(decision["confirmation_id"])
+        )
+    assert decided.status_code == 200, decided.text
+    assert graphql.count("SocketPart") == 1

@@ -13,6 +13,7 @@ store could hold; a running turn shows the queries it finished.
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -297,5 +298,36 @@ def test_a_server_that_did_not_run_the_turn_answers_without_hidden_managers(
         assert answer.status_code == 200
         assert answer.json()["evidence"] == [ran[1]]
         assert leaked(answer.text, "") == []
+    finally:
+        second.stop()
+
+
+def test_a_server_whose_project_is_down_answers_from_the_journaled_requests(
+    tmp_path_factory: pytest.TempPathFactory, store_for: StoreFor
+) -> None:
+    """Each query journaled the request it sent: a server sharing the store whose project
+    cannot be reached (nothing listens at its URL) answers the turn's evidence as it ran."""
+    home = tmp_path_factory.mktemp("evidence-down")
+    store = store_for(home)
+    first = Server(home / "a", MIXED, store=store)
+    try:
+        conversation = new_conversation(first)
+        admit(first, conversation, "mixed", "List suppliers and parts")
+        follow(first, conversation)
+        ran = evidence(first, conversation, "mixed").json()["evidence"]
+    finally:
+        first.stop()
+    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}/graphql"
+    second = Server(home / "b", MIXED, store=store, project=down)
+    try:
+        answer = evidence(second, conversation, "mixed")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["evidence"] == [
+            {**row, "code": row["code"].replace("gmchat_nb.demo_project()", connect)}
+            for row in ran
+            for connect in [f"await gmchat_nb.connect({down!r}, exposed=None)"]
+        ]
     finally:
         second.stop()

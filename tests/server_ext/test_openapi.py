@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import jsonschema
+import nbformat
 import pytest
 import websockets
 import yaml
@@ -77,6 +78,7 @@ CANCEL = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/cancel"
 EVIDENCE = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/evidence"
 CHART = "/gmchat/chat/conversations/{conversation_id}/turns/{turn_id}/chart"
 CONVERSATION_TURNS = "/gmchat/chat/conversations/{conversation_id}/turns/"
+NOTEBOOK = "/gmchat/chat/conversations/{conversation_id}/notebook"
 USAGE = "/gmchat/chat/usage/"
 KNOWLEDGE = "/gmchat/chat/knowledge/"
 FROM_TURN = "/gmchat/chat/knowledge/from-turn"
@@ -149,12 +151,18 @@ def yaml_document(value: bytes | str, **_: str) -> Any:
     return yaml.safe_load(value)
 
 
+def json_document(value: bytes | str, **_: str) -> Any:
+    """A JSON body of another media type (a notebook, ``application/x-ipynb+json``)."""
+    return json.loads(value)
+
+
 OPENAPI = OpenAPI.from_dict(
     DOCUMENT,
     config=Config(
         extra_media_type_deserializers={
             "text/event-stream": sse_frames,
             "application/yaml": yaml_document,
+            "application/x-ipynb+json": json_document,
         }
     ),
 )
@@ -1140,6 +1148,27 @@ def test_turn_chart(guarded: Server) -> None:
     refused(httpx.get(url, params={"call_id": "x"}), CHART, 403, "jupyter")
 
 
+def notebook_url(server: Server, conversation_id: str) -> str:
+    return server.chat_url + f"conversations/{conversation_id}/notebook"
+
+
+def test_conversation_notebook(guarded: Server) -> None:
+    """A conversation whose turn queried, as a notebook attachment; one with nothing to export
+    yet; the refusals."""
+    conversation, _, _ = queried_turn(guarded, "notebook")
+    answer = httpx.get(notebook_url(guarded, conversation), headers=AUTH, timeout=30)
+    validated(answer, NOTEBOOK, valid_request=True)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-disposition"] == 'attachment; filename="List the parts.ipynb"'
+    nbformat.validate(nbformat.reads(answer.text, as_version=4))
+    refused(httpx.get(notebook_url(guarded, "nope"), headers=AUTH), NOTEBOOK, 404, "bad_event")
+    empty = new_conversation(guarded)
+    nothing = refused(httpx.get(notebook_url(guarded, empty), headers=AUTH), NOTEBOOK, 409,
+                      "bad_event")  # fmt: skip
+    assert nothing["message"]
+    refused(httpx.get(notebook_url(guarded, conversation)), NOTEBOOK, 403, "jupyter")
+
+
 def test_usage(plain: Server) -> None:
     """The caller's usage after a turn: every model request counted, per day and provider; the
     window's parameter and its refusals."""
@@ -1742,6 +1771,7 @@ def test_a_store_that_cannot_be_opened_is_503_on_every_route(broken: Server) -> 
         (httpx.get(evidence_url(broken, "any", "t1"), headers=AUTH), EVIDENCE),
         (httpx.get(chart_url(broken, "any", "t1"), params={"call_id": "c"}, headers=AUTH), CHART),
         (httpx.get(turns_url(broken, "any"), headers=AUTH), CONVERSATION_TURNS),
+        (httpx.get(notebook_url(broken, "any"), headers=AUTH), NOTEBOOK),
         (httpx.get(url + "usage/", headers=AUTH), USAGE),
         (httpx.get(url + "knowledge/", headers=AUTH), KNOWLEDGE),
         (post(url + "knowledge/", {"kind": "note", "text": "EUR"}), KNOWLEDGE),

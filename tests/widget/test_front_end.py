@@ -2,7 +2,8 @@
 bookkeeping, charts: their spec check, views and pickers, drawn by the chart library in jsdom,
 the header's cost and context gauge, knowledge: the recall step, the trusted label, the save
 form, the knowledge view and the panel's knowledge requests, invisible characters written out
-on the confirmation card, the panel's agent tokens),
+on the confirmation card, the panel's agent tokens, Export as notebook: the file's name, the
+panel's exporter, the widget's request and the status line),
 tested with node's own runner against the built modules; and the built modules themselves,
 which must be what the TypeScript sources in ``frontend/`` build to today."""
 
@@ -43,6 +44,7 @@ def node() -> str:
         "test_knowledge.mjs",
         "test_invisible.mjs",
         "test_agent_tokens.mjs",
+        "test_notebook_export.mjs",
     ],
 )
 def test_the_front_end_helpers(script: str) -> None:

@@ -3,7 +3,9 @@
  * extension's routes), created the first time the panel is shown. Its evidence rows insert cells
  * into the active notebook (`INotebookTracker`, when the front end has one). Its charts import the
  * chart library (Vega) the first time one is drawn: a dynamic import, which webpack makes a lazy
- * chunk of the labextension, so the panel's first load does not carry it.
+ * chunk of the labextension, so the panel's first load does not carry it. Its **Export as
+ * notebook** fetches the conversation's notebook from the server and writes it beside the active
+ * notebook through the contents API, then opens it (notebook-export.ts).
  *
  * What only a person may do — answer a confirmation, list, create and revoke agent tokens (the
  * header's **Agents**) — goes as the browser session: the login cookie and the XSRF header,
@@ -23,7 +25,9 @@ import type { ChartLibrary } from "../chart";
 import { ChatView } from "../chat-view";
 import type { CellActions } from "../evidence";
 import { AgentTokensClient } from "../transport/server-agent-tokens";
+import { notebookExporter } from "../transport/server-notebook";
 import { type Fetcher, ServerTransport } from "../transport/server";
+import { labNotebookFiles } from "./notebook-export";
 
 export const PANEL_ID = "gmchat-panel";
 
@@ -93,8 +97,9 @@ export class ChatPanel extends Widget {
     // (the same server and base URL; no token: the session cookie and XSRF header only)
     const session = ServerConnection.makeSettings({ baseUrl: settings.baseUrl, wsUrl: settings.wsUrl, token: "" });
     const personFetch: Fetcher = (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, session);
+    const fetch: Fetcher = (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, settings);
     this.transport = new ServerTransport({
-      fetch: (path, init) => ServerConnection.makeRequest(base + path, init ?? {}, settings),
+      fetch,
       personFetch,
       storagePrefix: `gmchat:${base}:`,
       storage: globalThis.localStorage ?? null,
@@ -103,6 +108,7 @@ export class ChatPanel extends Widget {
       cellActions: notebookCells(this.options.tracker),
       loadCharts,
       agentTokens: { client: new AgentTokensClient(personFetch), mcpUrl: mcpUrl(settings.baseUrl) },
+      exportNotebook: notebookExporter(fetch, labNotebookFiles(this.options.app)),
     });
     this.node.setAttribute("data-gmchat-url", base);
   }

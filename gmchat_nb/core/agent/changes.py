@@ -221,7 +221,11 @@ class AgentChanges:
         resumed = [
             event
             async for event in session.resume(
-                pending.confirmation_id, answer, transport="sse", unavailable_code="bad_event"
+                pending.confirmation_id,
+                answer,
+                transport="sse",
+                unavailable_code="bad_event",
+                via="elicitation",
             )
         ]
         for event in resumed:

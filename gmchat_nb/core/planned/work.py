@@ -123,12 +123,14 @@ class TurnWork:
         record = self.evidence.cached(identity) if memo else None
         served = record is not None  # from the turn's evidence, without running again
         chart = None
+        query = None  # the request a query that ran here sent (journaled with its result)
         if record is not None:
             run, frame, duration, flags = ToolRun(record.payload_json()), None, None, None
         else:
             done = await self.pipeline.run(event)
             assert done.run is not None
             run, frame, duration, flags = done.run, done.frame, done.duration_ms, done.flags
+            query = done.query
             chart = done.chart
             if done.verdict == "repeat":  # the loop guard's: the earlier call's evidence
                 record = self.evidence.cached(identity)
@@ -158,6 +160,7 @@ class TurnWork:
                 task_id=task_id,
                 evidence_id=record.evidence_id if record is not None else None,
                 flags=flags,
+                query=query,
             )
         )
         if chart is not None:  # reported after its result, as the loop reports one

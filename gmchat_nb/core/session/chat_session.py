@@ -110,6 +110,7 @@ class ChatSession(TurnDriving):
         self.positions: dict[int, int] = {}  # its journal positions, by sequence
         self._busy = False
         self._waiters: dict[str, ConfirmationWaiter] = {}
+        self._decided_via: dict[str, str] = {}  # confirmation id -> where it is being decided
         self._writer: TurnWriter | None = None
         self._admitted = False
         allowed = [name for name in settings.allowed_mutations if name in project.index.mutations]
@@ -284,11 +285,13 @@ class ChatSession(TurnDriving):
         self.hooks.fire("error", actor=self.actor, error=error, context={"stage": "admission"})
         return error_event("chat_error")
 
-    def confirm(self, confirmation_id: str, confirmed: bool) -> bool:
-        """Resolve a confirmation a running turn waits for; False when none waits under that id."""
+    def confirm(self, confirmation_id: str, confirmed: bool, *, via: str = "kernel") -> bool:
+        """Resolve a confirmation a running turn waits for; False when none waits under that id.
+        ``via``: where it was decided, as its change record keeps it (``DECIDED_VIA``)."""
         waiter = self._waiters.get(confirmation_id)
         if waiter is None or waiter.future.done():
             return False
+        self._decided_via[confirmation_id] = via
         waiter.future.set_result(bool(confirmed))
         return True
 
@@ -300,22 +303,26 @@ class ChatSession(TurnDriving):
         transport: Transport = "sse",
         unavailable_code: str = "bad_event",
         by_person: bool = True,
+        via: str = "kernel",
     ) -> AsyncIterator[ChatEvent]:
         """Resolve a persisted confirmation (the SSE confirm request) and finish its turn.
 
         The claim is atomic: a second claim — another request, another process — gets
         ``unavailable_code`` and the mutation never runs twice. ``by_person``: whether a
         person decides (a browser session, the kernel) rather than a token-authenticated
-        request, which may not decide an agent's change (:data:`PERSON_DECIDES`).
+        request, which may not decide an agent's change (:data:`PERSON_DECIDES`); ``via``:
+        where it was decided, as the change record keeps it.
         """
         if not by_person and self.person_must_decide(confirmation_id):
             yield error_event(unavailable_code, message=PERSON_DECIDES)
             return
-        if self.confirm(confirmation_id, confirmed):
+        if self.confirm(confirmation_id, confirmed, via=via):
             return  # the turn that waits for it goes on and streams the rest
         if self._busy:
             yield error_event("turn_in_progress")
             return
+        if isinstance(confirmation_id, str):
+            self._decided_via[confirmation_id] = via
         record = self._claimed(confirmation_id) if isinstance(confirmation_id, str) else None
         if record is None:
             yield error_event(unavailable_code, message=UNAVAILABLE)

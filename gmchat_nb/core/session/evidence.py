@@ -4,9 +4,11 @@ cell that re-runs exactly that query.
 One builder for both surfaces that show it, so they show the same thing: the widget's evidence
 panel (from the outcomes of the turn its kernel ran) and the server's
 ``GET {url}conversations/{id}/turns/{turn_id}/evidence`` (from the journal, on any server that
-shares the store). A journaled query keeps its arguments (its ``tool_call``) and its answer (its
-``tool_result``: rows, total, completeness), not the GraphQL it sent; :func:`stored_evidence`
-compiles that again from the arguments with the project's own compiler
+shares the store). A journaled query keeps its arguments (its ``tool_call``), its answer (its
+``tool_result``: rows, total, completeness) and the request it sent (the result's ``query``:
+document and variables, :class:`JournaledQuery`), which :func:`stored_evidence` shows as it ran,
+without the project; a journal written before results carried it is compiled again from the
+arguments with the project's own compiler
 (:meth:`~gmchat_nb.core.project.Project.query_request`, what ``query`` itself runs).
 """
 
@@ -16,18 +18,23 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Self
 
 from ..dsn import without_password
+from ..events import JOURNALED_QUERY
 from ..project import Project, QueryOutcome
 from ..project.errors import ToolError
 from ..project.targets import demo_name
 from ..project.tools import DIRECT_PREFIX, TOOLS, direct_tool_name
 from ..settings import ChatSettings
+from ..toolcalls.evidence import journaled_query
 
 __all__ = [
+    "JournaledQuery",
     "evidence_code",
     "evidence_row",
+    "frame_code",
     "planned_ids",
     "python_literal",
     "query_code",
@@ -63,14 +70,28 @@ def evidence_code(
         connect = f"project = await gmchat_nb.connect({shown!r}, exposed={exposed!r})"
         if shown != target:
             connect = "# the project URL's password is not shown: put it back for ***\n" + connect
+    return f"import gmchat_nb\n\n{connect}\n{frame_code(document, variables, pages, window)}"
+
+
+def frame_code(
+    document: str,
+    variables: Mapping[str, Any],
+    pages: Sequence[Mapping[str, Any]] = (),
+    window: tuple[int, int] | None = None,
+    *,
+    name: str = "frame",
+) -> str:
+    """The lines of :func:`evidence_code` after the connection: the query run on ``project``
+    into the DataFrame ``name`` (every page, cut to its window), which the cell then shows.
+    ``name`` must be a Python identifier of the caller's own (never text from data)."""
+    if not name.isidentifier():
+        raise ValueError(f"not a Python name: {name!r}")
     return (
-        "import gmchat_nb\n\n"
-        f"{connect}\n"
         f"DOCUMENT = {document!r}\n"
         f"VARIABLES = {python_literal(dict(variables))}\n"
-        "frame = await project.frame(DOCUMENT, VARIABLES)\n"
-        f"{_more_pages(pages, window)}"
-        "frame"
+        f"{name} = await project.frame(DOCUMENT, VARIABLES)\n"
+        f"{_more_pages(pages, window, name)}"
+        f"{name}"
     )
 
 
@@ -78,9 +99,14 @@ def python_literal(value: Any) -> str:
     """``value`` as the JSON it was sent as, written as Python: ``True``, ``False`` and ``None``
     where JSON has ``true``, ``false`` and ``null`` (a cell holding JSON's words raises
     ``NameError``), strings escaped as Python escapes them, values JSON has no type for as their
-    text. JSON's numbers beyond a float (``Infinity``, ``NaN``) are no Python literal: such a value
-    is read back from its JSON text instead."""
-    plain = json.loads(json.dumps(value, default=str))
+    text, keys in order (the journal keeps them so: a cell is the same whether its query ran here
+    or was read back). JSON's numbers beyond a float (``Infinity``, ``NaN``) are no Python
+    literal: such a value is read back from its JSON text instead."""
+    try:
+        text = json.dumps(value, default=str, sort_keys=True)
+    except TypeError:  # keys of several types cannot be ordered: as they are
+        text = json.dumps(value, default=str)
+    plain = json.loads(text)
     if _finite(plain):
         return repr(plain)
     return f"__import__('json').loads({json.dumps(plain)!r})"
@@ -99,7 +125,9 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _more_pages(pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | None) -> str:
+def _more_pages(
+    pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | None, name: str
+) -> str:
     """The cell's lines that read the query's other pages and cut its window of rows."""
     if not pages and window is None:
         return ""
@@ -110,20 +138,84 @@ def _more_pages(pages: Sequence[Mapping[str, Any]], window: tuple[int, int] | No
             "import pandas as pd",
             f"for page in {more}:",
             "    more = await project.frame(DOCUMENT, page)",
-            "    frame = pd.concat([frame, more], ignore_index=True)",
+            f"    {name} = pd.concat([{name}, more], ignore_index=True)",
         ]
     if window is not None:
-        lines.append(f"frame = frame.iloc[{window[0]}:{window[1]}].reset_index(drop=True)")
+        start, end = int(window[0]), int(window[1])
+        lines.append(f"{name} = {name}.iloc[{start}:{end}].reset_index(drop=True)")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class JournaledQuery:
+    """The request a query sent, as its ``tool_result`` journals it (``query``): the manager,
+    the GraphQL document, the first page's variables, the other pages' and the window of rows
+    the chat kept of what the pages hold."""
+
+    manager: str
+    document: str
+    variables: dict[str, Any]
+    pages: tuple[dict[str, Any], ...] = ()
+    window: tuple[int, int] | None = None
+
+    @classmethod
+    def of(cls, outcome: QueryOutcome) -> Self:
+        """What ``outcome``'s query sent (as the evidence stage journals it)."""
+        sent = journaled_query(outcome)
+        window = sent.get("window")
+        return cls(
+            outcome.manager,
+            sent["document"],
+            dict(sent["variables"]),
+            tuple(sent.get("pages", ())),
+            (window[0], window[1]) if window else None,
+        )
+
+    @classmethod
+    def read(cls, value: Any) -> Self | None:
+        """The journaled request ``value`` holds (a ``tool_result``'s ``query``), or ``None``
+        for anything else: a journal written before results carried it, or a shape this
+        version did not write."""
+        if not isinstance(value, Mapping):
+            return None
+        manager, document = value.get("manager"), value.get("document")
+        variables, pages = value.get("variables"), value.get("pages", [])
+        window = value.get("window")
+        if not (isinstance(manager, str) and isinstance(document, str)):
+            return None
+        if not isinstance(variables, dict) or not isinstance(pages, list):
+            return None
+        if not all(isinstance(page, dict) for page in pages):
+            return None
+        if window is not None and not (
+            isinstance(window, list)
+            and len(window) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in window)
+        ):
+            return None
+        return cls(
+            manager, document, variables, tuple(pages), (window[0], window[1]) if window else None
+        )
+
+    @classmethod
+    def of_event(cls, event: Mapping[str, Any]) -> Self | None:
+        """The request a journaled ``tool_result`` event carries, if it carries one."""
+        return cls.read(event.get(JOURNALED_QUERY))
+
+    def code(self, settings: ChatSettings) -> str:
+        """:func:`evidence_code` for this request: every page it read, and its window."""
+        return evidence_code(
+            self.document, self.variables, settings, pages=self.pages, window=self.window
+        )
+
+    def frame_code(self, name: str) -> str:
+        """:func:`frame_code` for this request, into the DataFrame ``name``."""
+        return frame_code(self.document, self.variables, self.pages, self.window, name=name)
 
 
 def query_code(outcome: QueryOutcome, settings: ChatSettings) -> str:
     """:func:`evidence_code` for a query's outcome: every page it read, and its window."""
-    first, *pages = outcome.variables or [{}]
-    plan = outcome.plan
-    paged = len(outcome.variables) > 1 or plan.window_start
-    window = (plan.window_start, plan.window_start + plan.limit) if paged else None
-    return evidence_code(outcome.document, first, settings, pages=pages, window=window)
+    return JournaledQuery.of(outcome).code(settings)
 
 
 def evidence_row(
@@ -135,17 +227,28 @@ def evidence_row(
     """One query of the evidence panel: ``{call_id, manager, filters, rows, total_count,
     complete, document, variables, code}`` (the first page's variables); ``planned`` adds a
     planned query's ``task_id`` and ``evidence_id`` (what its calculations and answer cite)."""
-    first = outcome.variables[0] if outcome.variables else {}
+    counts = (len(outcome.rows), outcome.total_count, outcome.complete)
+    return _row(call_id, JournaledQuery.of(outcome), counts, settings, planned)
+
+
+def _row(
+    call_id: str,
+    query: JournaledQuery,
+    counts: tuple[int, int | None, bool],
+    settings: ChatSettings,
+    planned: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    rows, total_count, complete = counts
     return {
         "call_id": call_id,
-        "manager": outcome.manager,
-        "filters": first.get("filter"),
-        "rows": len(outcome.rows),
-        "total_count": outcome.total_count,
-        "complete": outcome.complete,
-        "document": outcome.document,
-        "variables": first,
-        "code": query_code(outcome, settings),
+        "manager": query.manager,
+        "filters": query.variables.get("filter"),
+        "rows": rows,
+        "total_count": total_count,
+        "complete": complete,
+        "document": query.document,
+        "variables": query.variables,
+        "code": query.code(settings),
         **(planned or {}),
     }
 
@@ -175,16 +278,20 @@ def surviving_events(payloads: Iterable[Mapping[str, Any]]) -> list[Mapping[str,
 
 
 async def stored_evidence(
-    project: Project, settings: ChatSettings, payloads: Iterable[Mapping[str, Any]]
+    project: Project | None, settings: ChatSettings, payloads: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """The evidence rows of one journaled turn (its events' payloads, in order): one per query
     that returned rows (a ``tool_result`` with a ``frame``, as only a query that ran has; a
     repeat answered from before or a planned read served from the turn's evidence has none),
-    in the order of their results. A query the project cannot compile now — a manager or
-    filter it no longer exposes — is left out: nothing hidden is shown.
+    in the order of their results.
 
-    An id look-up (a filter the server cannot nest) runs its sub-query again to fill in the
-    variables; everything else is compiled without a request."""
+    A result that journaled its request (``query``) is shown as it ran, with no request to the
+    project: a schema that drifted since or a project that is down does not change it. With a
+    ``project``, one of a manager it no longer exposes is left out (nothing hidden is shown).
+    An older result is compiled again from its call with ``project`` (without one it is left
+    out); one the project cannot compile now — a manager or filter it no longer exposes — is
+    left out too. An id look-up (a filter the server cannot nest) runs its sub-query again to
+    fill in the variables; everything else is compiled without a request."""
     events = surviving_events(payloads)
     planned = planned_ids(events)
     calls: dict[str, Mapping[str, Any]] = {}  # the latest call of each id before its result
@@ -197,13 +304,31 @@ async def stored_evidence(
         result = event.get("result")
         if kind != "tool_result" or not isinstance(event.get("frame"), dict):
             continue
+        if not isinstance(result, dict) or not isinstance(result.get("data"), list):
+            continue
+        journaled = JournaledQuery.of_event(event)
+        if journaled is not None:
+            if project is None or project.index.find(journaled.manager) is not None:
+                counts = _counts(result)
+                rows.append(_row(call_id, journaled, counts, settings, planned.get(call_id)))
+            continue
         call = calls.get(call_id)
-        if call is None or not isinstance(result, dict) or not isinstance(result.get("data"), list):
+        if call is None or project is None:
             continue
         outcome = await _rebuilt(project, call.get("name"), call.get("args"), result)
         if outcome is not None:
             rows.append(evidence_row(call_id, outcome, settings, planned.get(call_id)))
     return rows
+
+
+def _counts(result: Mapping[str, Any]) -> tuple[int, int | None, bool]:
+    """A stored query result's rows, total count and completeness."""
+    total = result.get("total_count")
+    return (
+        len(result["data"]),
+        total if isinstance(total, int) and not isinstance(total, bool) else None,
+        result.get("complete") is True,
+    )
 
 
 async def _rebuilt(
@@ -219,7 +344,7 @@ async def _rebuilt(
     except ToolError as error:  # a manager, field or filter the project does not expose now
         log.debug("a stored query's evidence cannot be compiled again: %s", error.code)
         return None
-    total = result.get("total_count")
+    _rows, total, complete = _counts(result)
     has_more = result.get("has_more")
     notes = result.get("notes")
     return QueryOutcome(
@@ -227,9 +352,9 @@ async def _rebuilt(
         plan=plan,
         variables=variables,
         rows=list(result["data"]),
-        total_count=total if isinstance(total, int) and not isinstance(total, bool) else None,
+        total_count=total,
         has_more=has_more if isinstance(has_more, bool) else None,
-        complete=result.get("complete") is True,
+        complete=complete,
         notes=[str(note) for note in notes] if isinstance(notes, list) else [],
     )
 

@@ -63,6 +63,7 @@ class SessionTurnIO:
     _writer: TurnWriter | None
     _admitted: bool
     _waiters: dict[str, ConfirmationWaiter]
+    _decided_via: dict[str, str]  # confirmation id -> where its decision came from
     _price_overrides: dict[str, PriceOverride] | None = None
     _reserved_micro: int = 0  # what the last check reserved of the cost budget, until used
     origin: str = "chat"  # who asks for the turns' changes: "chat", or an agent (core/agent)
@@ -206,6 +207,8 @@ class SessionTurnIO:
             now=self.clock(),
             owner=self.turns.owner,
             lease_until=self.turns.lease_until(),
+            decided_by=self.actor.id,
+            decided_via=self._decided_via.pop(confirmation_id, "unknown"),
         )
 
     def _claim(self, confirmation_id: str, confirmed: bool) -> Decision:

@@ -48,7 +48,9 @@ from .listing import TurnListings
 from .messages import Messages
 from .records import (
     CONFIRMATION_STATES,
+    DECIDED_VIA,
     TURN_STATES,
+    ChangeRecord,
     ConfirmationRecord,
     ConversationRecord,
     StoredMessage,
@@ -63,10 +65,12 @@ from .usage_records import UsageRecords
 
 __all__ = [
     "CONFIRMATION_STATES",
+    "DECIDED_VIA",
     "SCHEMA_VERSION",
     "TURN_STATES",
     "Admission",
     "AgentTokenRecord",
+    "ChangeRecord",
     "ChatStore",
     "ConfirmationRecord",
     "ConversationRecord",

@@ -2,6 +2,8 @@
 
 The one decision that must never be made twice — claiming a mutation confirmation — is a single
 conditional ``UPDATE``, so two threads, or two processes on one file, never both get the claim.
+A claim also records who decided, where and when, in a ``change_records`` row that outlives the
+confirmation (``cleanup`` never deletes it).
 """
 
 from __future__ import annotations
@@ -10,7 +12,13 @@ import json
 
 from .conversations import require_conversation
 from .database import Database, Row, time_or_now
-from .records import CONFIRMATION_STATES, FINAL_CONFIRMATION_STATES, ConfirmationRecord
+from .records import (
+    CONFIRMATION_STATES,
+    DECIDED_VIA,
+    FINAL_CONFIRMATION_STATES,
+    ChangeRecord,
+    ConfirmationRecord,
+)
 from .turns import set_turn_state
 
 __all__ = ["Confirmations"]
@@ -28,6 +36,25 @@ def _confirmation(row: Row) -> ConfirmationRecord:
         expires_at=row["expires_at"],
         resolved_at=row["resolved_at"],
         turn_state=json.loads(row["turn_state"]),
+        decided_by=row["decided_by"],
+        decided_via=row["decided_via"],
+        decided_at=row["decided_at"],
+    )
+
+
+def _change(row: Row) -> ChangeRecord:
+    return ChangeRecord(
+        conversation_id=row["conversation_id"],
+        confirmation_id=row["confirmation_id"],
+        actor_id=row["actor_id"],
+        mutation=row["mutation"],
+        input=json.loads(row["input"]),
+        turn_id=row["turn_id"],
+        decided_by=row["decided_by"],
+        decided_via=row["decided_via"],
+        decided_at=float(row["decided_at"]),
+        state=row["state"],
+        resolved_at=row["resolved_at"],
     )
 
 
@@ -115,8 +142,15 @@ class Confirmations(Database):
         now: float | None = None,
         owner: str | None = None,
         lease_until: float | None = None,
+        decided_by: str | None = None,
+        decided_via: str = "unknown",
     ) -> ConfirmationRecord | None:
         """Claim a pending, unexpired confirmation of ``actor_id`` for execution.
+
+        The claim records who decided (``decided_by``, default ``actor_id``), where
+        (``decided_via``: :data:`~.records.DECIDED_VIA`) and when, on the confirmation and in a
+        ``change_records`` row of its own that :meth:`finish_confirmation` completes and
+        ``cleanup`` never deletes: what was changed, by whose decision, stays known.
 
         Returns the claimed record only to the one caller whose claim changed the row; every
         other caller — a second click, another thread, another process on the same file, a
@@ -130,10 +164,12 @@ class Confirmations(Database):
         with self._write() as connection:
             # The single conditional UPDATE is the whole decision: SQLite serialises writers, so
             # exactly one claimer sees rowcount 1.
+            via = decided_via if decided_via in DECIDED_VIA else "unknown"
             cursor = connection.execute(
-                "UPDATE confirmations SET state = 'claimed' WHERE conversation_id = ? AND id = ? "
+                "UPDATE confirmations SET state = 'claimed', decided_by = ?, decided_via = ?, "
+                "decided_at = ? WHERE conversation_id = ? AND id = ? "
                 "AND state = 'pending' AND expires_at > ? AND actor_id = ?",
-                (conversation_id, confirmation_id, at, actor_id),
+                (decided_by or actor_id, via, at, conversation_id, confirmation_id, at, actor_id),
             )
             if cursor.rowcount != 1:
                 return None
@@ -142,6 +178,22 @@ class Confirmations(Database):
                 (conversation_id, confirmation_id),
             ).fetchone()
             record = _confirmation(row)
+            connection.execute(
+                "INSERT INTO change_records (conversation_id, confirmation_id, actor_id, mutation, "
+                "input, turn_id, decided_by, decided_via, decided_at, state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'claimed')",
+                (
+                    conversation_id,
+                    confirmation_id,
+                    actor_id,
+                    record.mutation,
+                    json.dumps(record.input, ensure_ascii=False, default=str),
+                    record.turn_state.get("state", {}).get("turn_id"),
+                    decided_by or actor_id,
+                    via,
+                    at,
+                ),
+            )
             turn_id = record.turn_state.get("state", {}).get("turn_id")
             if owner is not None and isinstance(turn_id, str):
                 set_turn_state(
@@ -170,13 +222,29 @@ class Confirmations(Database):
             raise ValueError(
                 f"state must be one of {sorted(FINAL_CONFIRMATION_STATES)}, not {state!r}"
             )
+        at = time_or_now(now)
         with self._write() as connection:
             cursor = connection.execute(
                 "UPDATE confirmations SET state = ?, resolved_at = ? WHERE conversation_id = ? "
                 "AND id = ? AND state IN ('pending', 'claimed')",
-                (state, time_or_now(now), conversation_id, confirmation_id),
+                (state, at, conversation_id, confirmation_id),
+            )
+            connection.execute(
+                "UPDATE change_records SET state = ?, resolved_at = ? WHERE conversation_id = ? "
+                "AND confirmation_id = ? AND state = 'claimed'",
+                (state, at, conversation_id, confirmation_id),
             )
             return cursor.rowcount == 1
+
+    def change_records(self, conversation_id: str) -> list[ChangeRecord]:
+        """The conversation's decided changes, in the order they were decided (kept past
+        ``cleanup``)."""
+        rows = self._read(
+            "SELECT * FROM change_records WHERE conversation_id = ? "
+            "ORDER BY decided_at, confirmation_id",
+            (conversation_id,),
+        )
+        return [_change(row) for row in rows]
 
     def pending_confirmation(
         self, conversation_id: str, *, now: float | None = None

@@ -198,6 +198,26 @@ CREATE TABLE IF NOT EXISTS agent_tokens (
 CREATE INDEX IF NOT EXISTS agent_tokens_by_owner ON agent_tokens (owner, created_at)
 """
 
+_VERSION_9: Final = """
+ALTER TABLE confirmations ADD COLUMN IF NOT EXISTS decided_by TEXT;
+ALTER TABLE confirmations ADD COLUMN IF NOT EXISTS decided_via TEXT;
+ALTER TABLE confirmations ADD COLUMN IF NOT EXISTS decided_at DOUBLE PRECISION;
+CREATE TABLE IF NOT EXISTS change_records (
+    conversation_id TEXT NOT NULL,
+    confirmation_id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    mutation TEXT NOT NULL,
+    input TEXT NOT NULL,
+    turn_id TEXT,
+    decided_by TEXT NOT NULL,
+    decided_via TEXT NOT NULL,
+    decided_at DOUBLE PRECISION NOT NULL,
+    state TEXT NOT NULL,
+    resolved_at DOUBLE PRECISION,
+    PRIMARY KEY (conversation_id, confirmation_id, decided_at)
+)
+"""
+
 MIGRATIONS: Final[dict[int, str]] = {
     3: _VERSION_3,
     4: _VERSION_4,
@@ -205,6 +225,7 @@ MIGRATIONS: Final[dict[int, str]] = {
     6: _VERSION_6,
     7: _VERSION_7,
     8: _VERSION_8,
+    9: _VERSION_9,
 }
 """Version -> the statements that bring the database from the version before it there. A new
 schema version adds its step here (and its SQLite counterpart in :mod:`.schema`)."""

@@ -7,10 +7,12 @@ from typing import Any, Final
 
 __all__ = [
     "CONFIRMATION_STATES",
+    "DECIDED_VIA",
     "DRIVEN_TURN_STATES",
     "FINAL_CONFIRMATION_STATES",
     "FINAL_TURN_STATES",
     "TURN_STATES",
+    "ChangeRecord",
     "ConfirmationRecord",
     "ConversationRecord",
     "JournalEntry",
@@ -145,6 +147,34 @@ class JournalEntry:
         }
 
 
+DECIDED_VIA: Final = frozenset(
+    {"browser", "token", "kernel", "socket", "elicitation", "terminal", "unknown"}
+)
+"""Where a confirmation was decided: a person's browser session on the server (the side panel,
+``confirm/`` with the login cookie), a token-authenticated request (a chat turn's own script),
+a notebook's kernel (``Chat``, its widget), a WebSocket's own turn, an agent host's elicitation,
+the terminal (``gmchat``'s prompt), or not said."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRecord:
+    """A decided change, kept past ``cleanup``: what it was, who decided it, where and when, and
+    how it ended (``state``: ``claimed`` while it runs, then ``executed``, ``rejected`` or
+    ``failed``; what the mutation's result said, never what the model said)."""
+
+    conversation_id: str
+    confirmation_id: str
+    actor_id: str
+    mutation: str
+    input: dict[str, Any]
+    turn_id: str | None
+    decided_by: str
+    decided_via: str
+    decided_at: float
+    state: str
+    resolved_at: float | None
+
+
 @dataclass(frozen=True, slots=True)
 class ConfirmationRecord:
     """A mutation waiting for (or past) a human's decision.
@@ -163,3 +193,6 @@ class ConfirmationRecord:
     expires_at: float
     resolved_at: float | None
     turn_state: dict[str, Any]
+    decided_by: str | None = None  # the actor whose decision claimed it
+    decided_via: str | None = None  # where: DECIDED_VIA
+    decided_at: float | None = None

@@ -7,7 +7,7 @@ from typing import Final
 
 __all__ = ["SCHEMA_VERSION", "StoreVersionError", "apply_schema"]
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 """The schema this module writes; kept in SQLite's ``PRAGMA user_version``. Version 2 added
 tables only (``CREATE TABLE IF NOT EXISTS``), so a version-1 file is upgraded by opening it.
 Version 3 gave every journaled event a ``position`` in its conversation (the durable cursor a
@@ -22,7 +22,9 @@ Version 7 adds ``knowledge`` (verified queries, definitions and notes, each scop
 and owner), its full-text index ``knowledge_fts`` and ``knowledge_versions`` (each project's count
 of entries and a number its writes raise), and gives conversations their ``project`` and
 ``knowledge`` (recall switched for one conversation). Version 8 adds ``agent_tokens`` (a table
-only): the hashed credentials a person gives an agent for the MCP route."""
+only): the hashed credentials a person gives an agent for the MCP route. Version 9 records who
+decided each confirmation (``decided_by``, ``decided_via``, ``decided_at``) and keeps every
+decided change in ``change_records``, which ``cleanup`` never deletes."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -181,6 +183,20 @@ CREATE TABLE IF NOT EXISTS agent_tokens (
     revoked_at REAL
 );
 CREATE INDEX IF NOT EXISTS agent_tokens_by_owner ON agent_tokens (owner, created_at);
+CREATE TABLE IF NOT EXISTS change_records (
+    conversation_id TEXT NOT NULL,
+    confirmation_id TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    mutation TEXT NOT NULL,
+    input TEXT NOT NULL,
+    turn_id TEXT,
+    decided_by TEXT NOT NULL,
+    decided_via TEXT NOT NULL,
+    decided_at REAL NOT NULL,
+    state TEXT NOT NULL,
+    resolved_at REAL,
+    PRIMARY KEY (conversation_id, confirmation_id, decided_at)
+);
 """
 
 
@@ -209,9 +225,10 @@ def apply_schema(connection: sqlite3.Connection, path: str) -> None:
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-# versions 3's to 5's and 7's columns, added to tables an older version created
+# versions 3's to 5's, 7's and 9's columns, added to tables an older version created
 _COLUMNS: Final = {
     "conversations": {"project": "TEXT", "knowledge": "TEXT"},
+    "confirmations": {"decided_by": "TEXT", "decided_via": "TEXT", "decided_at": "REAL"},
     "events": {"position": "INTEGER"},
     "turns": {
         "input_hash": "TEXT",

@@ -50,6 +50,8 @@ class ToolCallRecord:
     """The chart a ``chart`` call drew (the evidence stage), to report after its result."""
     frame: dict[str, Any] | None = None
     """A query's rows summarised for displays (``{"rows", "columns"}``)."""
+    query: dict[str, Any] | None = None
+    """The request a query sent (its document and variables), journaled with its result."""
     note: str | None = None
     """A word for the caller beside the result (an agent's repeated call, run again)."""
     reference: str | None = None
@@ -112,6 +114,7 @@ class ToolCallRecord:
             task_id=task_id,
             evidence_id=evidence_id,
             flags=self.flags or None,
+            query=self.query,
         )
 
 

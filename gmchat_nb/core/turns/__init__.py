@@ -9,8 +9,8 @@
 - :mod:`.identity` — this process as an owner, and the scopes of servers that may take over.
 
 Surfaces see turns here and through :mod:`gmchat_nb.core.session`, never in the store: this
-package also hands them what they read of a turn and its conversation (the records, the
-admission, the turn states, the errors an admission or a store outage raises, and the store's
+package also hands them what they read of a turn and its conversation (the records, a decided
+change's record, the admission, the turn states, the errors an admission or a store outage raises, and the store's
 type for their hints), re-exported from :mod:`gmchat_nb.core.store`.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..store import (
     Admission,
+    ChangeRecord,
     ChatStore,
     ConversationRecord,
     StoreUnavailableError,
@@ -47,6 +48,7 @@ __all__ = [
     "STORE_CODES",
     "TRANSIENT",
     "Admission",
+    "ChangeRecord",
     "ChatStore",
     "ConversationRecord",
     "JournalEntry",
