@@ -199,7 +199,7 @@ class AgentTokens:
         now = self.clock()
         if record is None or record.state(now) != "active":
             return None
-        self.store.agent_token_used(record.id, now)
+        self.store.agent_token_used(record, now)
         return record
 
 

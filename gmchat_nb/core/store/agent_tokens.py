@@ -102,8 +102,12 @@ class AgentTokenRows(Database):
         )
         return _record(tuple(rows[0])) if rows else None
 
-    def agent_token_used(self, token_id: str, at: float) -> None:
-        """Note that the token was used at ``at`` (at most one write a minute per token)."""
+    def agent_token_used(self, record: AgentTokenRecord, at: float) -> None:
+        """Note that the token was used at ``at`` (at most one write a minute per token: a
+        record read less than a minute after its last use opens no write transaction)."""
+        if record.last_used_at is not None and record.last_used_at >= at - LAST_USED_STEP:
+            return
+        token_id = record.id
         with self._write() as connection:
             connection.execute(
                 "UPDATE agent_tokens SET last_used_at = ? WHERE id = ? "
