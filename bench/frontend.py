@@ -74,19 +74,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -96,12 +91,10 @@ sys.path.insert(0, str(ROOT))
 from machine import describe, load  # noqa: E402  (bench/ is on sys.path when run)
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
+from tests.chromium import CHROMIUM, launch_chromium  # noqa: E402
+from tests.jupyter_app import LABEXTENSION, JupyterApp  # noqa: E402
 from tests.widget.browser.lab import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    SETTINGS_OVERRIDES,
     cell_output,
-    free_port,
     open_notebook,
     run_cell,
     wait_for_kernel_idle,
@@ -110,7 +103,6 @@ from tests.widget.browser.lab import (  # noqa: E402
 
 FRONTEND = ROOT / "frontend"
 WIDGET_STATIC = ROOT / "gmchat_nb" / "widget" / "static"
-LABEXTENSION = ROOT / "gmchat_nb" / "labextension"
 
 QUESTION = "Which projects use parts made of cobalt?"
 # (no figures and no claims of data or changes: the completion gates pass it as it is)
@@ -261,139 +253,6 @@ def report_sizes() -> None:
     print(f"| **npm packages** | **{theirs:,}** | **{theirs / total:.1%}** |")
 
 
-# -- 2. a JupyterLab with the server extension -----------------------------------------------------
-
-
-class Lab:
-    """``python -m jupyterlab`` on 127.0.0.1 with a random token, gmchat's server extension on
-    ``provider`` and the demo project, the checkout's labextension first on the data path and the
-    app exposed in the browser (as tests/lab/servers.py's ``JupyterApp``)."""
-
-    def __init__(
-        self, base: Path, provider: str, rounds: list[dict[str, Any]], timeout: float = 90
-    ) -> None:
-        if not (LABEXTENSION / "package.json").is_file():
-            raise SystemExit("gmchat_nb/labextension/ is missing: build the front end first")
-        self.base = base
-        self.root = base / "root"
-        self.token = os.urandom(16).hex()
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        dirs = {
-            name: base / name
-            for name in ("config", "data", "runtime", "settings", "workspaces", "app_settings")
-        }
-        for path in (self.root, *dirs.values()):
-            path.mkdir(parents=True, exist_ok=True)
-        (dirs["app_settings"] / "overrides.json").write_text(json.dumps(SETTINGS_OVERRIDES))
-        (dirs["data"] / "labextensions").mkdir()
-        (dirs["data"] / "labextensions" / "gmchat-nb").symlink_to(LABEXTENSION)
-        kernel = dirs["data"] / "kernels" / "python3"
-        kernel.mkdir(parents=True)
-        (kernel / "kernel.json").write_text(
-            json.dumps(
-                {
-                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                    "display_name": "Python 3 (ipykernel)",
-                    "language": "python",
-                }
-            )
-        )
-        if provider == "scripted":
-            script = base / "rounds.yaml"
-            script.write_text(yaml.safe_dump(rounds))
-            spec = f"scripted:{script}"
-        else:
-            spec = provider
-        config = {
-            "ServerApp": {"jpserver_extensions": {"gmchat_nb.server_ext": True}},
-            "LabApp": {"expose_app_in_browser": True},
-            "GMChat": {"provider": spec, "project": "demo", "store": str(base / "chat.sqlite3")},
-        }
-        (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("JUPYTER", "IPYTHON", "ANYWIDGET", "GMCHAT"))
-        }
-        env.update(
-            JUPYTER_CONFIG_DIR=str(dirs["config"]),
-            JUPYTER_DATA_DIR=str(dirs["data"]),
-            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-            IPYTHONDIR=str(base / "ipython"),
-            JUPYTER_PLATFORM_DIRS="1",
-            JUPYTER_PREFER_ENV_PATH="0",  # the private data directory (the link) first
-            PYTHONUNBUFFERED="1",
-        )
-        command = [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            "--ip=127.0.0.1",
-            f"--port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={self.root}",
-            f"--LabServerApp.app_settings_dir={dirs['app_settings']}",
-            "--LabApp.news_url=None",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ]
-        self.log = (base / "jupyterlab.log").open("w")
-        self.process = subprocess.Popen(
-            command, env=env, cwd=self.root, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {self.logs()}")
-            try:
-                self.call("GET", "api/status")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"JupyterLab did not answer: {self.logs()}") from None
-                time.sleep(0.2)
-
-    def logs(self) -> str:
-        self.log.flush()
-        return (self.base / "jupyterlab.log").read_text(errors="replace")[-3000:]
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """One request (``path`` below the server's root) with the token; the JSON answer."""
-        request = urllib.request.Request(
-            f"{self.url}/{path}",
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            data = response.read()
-        return json.loads(data) if data else None
-
-    def notebook_url(self, path: str, workspace: str) -> str:
-        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?reset&token={self.token}"
-
-    def shutdown_kernels(self) -> None:
-        for session in self.call("GET", "api/sessions"):
-            self.call("DELETE", f"api/sessions/{session['id']}")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        self.log.close()
-
-
 # -- 2. measuring in the page ----------------------------------------------------------------------
 
 # One page.evaluate: install the observer, start the action, resolve with each milestone's time
@@ -509,7 +368,7 @@ print({done!r})
 
 
 def one_run(
-    browser: Browser, lab: Lab, index: int, provider: str, rounds: list[dict[str, Any]]
+    browser: Browser, lab: JupyterApp, index: int, provider: str, rounds: list[dict[str, Any]]
 ) -> dict[str, dict[str, float]]:
     """One fresh page: set-up (untimed), then the panel and the widget, in ``index``'s order."""
     kernel_provider = (
@@ -525,7 +384,7 @@ def one_run(
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
-        open_notebook(page, lab.notebook_url(f"{name}.ipynb", workspace=name))
+        open_notebook(page, lab.lab_url(name, f"{name}.ipynb"))
         page.wait_for_function(
             "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('gmchat:open')",
             timeout=60_000,
@@ -555,13 +414,17 @@ def report_times(runs_wanted: int, provider: str, delay: float) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="gmchat-bench-frontend-") as folder:
         rounds = scripted_rounds(delay)
-        lab = Lab(Path(folder), provider, rounds)
+        # (the one launcher of the browser tests: the checkout's labextension linked first, the
+        # app exposed as window.jupyterapp, gmchat's server extension on the demo project)
+        lab = JupyterApp(
+            Path(folder), rounds=rounds, provider=None if provider == "scripted" else provider
+        )
         try:
             # one untimed turn, so the server's first-turn costs (the project, the provider) are
             # not in the first run's numbers (the kernel's are paid in each run's set-up cell)
             lab.call("POST", "gmchat/chat/", {"text": QUESTION})
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+                browser = launch_chromium(playwright)
                 try:
                     runs = [one_run(browser, lab, i, provider, rounds) for i in range(runs_wanted)]
                 finally:

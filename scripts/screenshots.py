@@ -4,19 +4,30 @@
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
 
 Starts its own JupyterLab on 127.0.0.1 and Debian chromium exactly as the browser tests do
-(``tests/widget/browser/lab.py``), plays ``tests/widget/browser/notebooks/screenshots.ipynb``
-(a scripted provider over the demo project) and crops each picture to the widget:
+(``tests/jupyter_app.py``, ``tests/chromium.py``), plays
+``tests/widget/browser/notebooks/screenshots.ipynb`` (a scripted provider over the demo project)
+and crops each picture to the widget:
 
 * ``widget-answer.png``: a streamed answer with its result table and the evidence panel open;
 * ``widget-confirm.png``: the next question's mutation waiting for Confirm / Reject;
 * ``widget-chart.png``: the offline provider's answer to "Chart the projects by status", the
   chart under its query's card (a notebook of its own, ``Chat()`` on the demo).
 
-Then a second JupyterLab with the gmchat server extension (``tests/lab/servers.py``, as the side
-panel's browser tests run it) and the same scripted query:
+Then a second JupyterLab with the gmchat server extension on the same scripted query (as the side
+panel's browser tests run it):
 
 * ``panel.png``: JupyterLab with a notebook open and the side panel on a finished turn, its
   evidence open (the window at 1 device pixel per CSS pixel: a small PNG).
+
+And a third, on the turn of the panel's fitting test (``tests/lab/test_panel_fits.py``: a query,
+its chart, the answer, then a change waiting for Confirm), the panel alone with the sidebar
+dragged by its handle to each width:
+
+* ``panel-300.png``, ``panel-400.png``, ``panel-600.png``: the log at its end, the confirmation
+  card with the answer and its evidence (open) above it, cropped to the panel (1 device pixel per
+  CSS pixel).
+
+``--only widget``, ``--only panel`` or ``--only widths`` takes only those pictures.
 """
 
 from __future__ import annotations
@@ -32,11 +43,19 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.lab.servers import JupyterApp  # noqa: E402  (needs the repository on sys.path)
+from tests.chromium import CHROMIUM, launch_chromium  # noqa: E402  (the repository on sys.path)
+from tests.jupyter_app import JupyterApp  # noqa: E402
+from tests.lab.test_panel_fits import (  # noqa: E402
+    PART,
+    WIDTHS,
+    set_sidebar_width,
+)
+from tests.lab.test_panel_fits import ROUNDS as WIDTHS_ROUNDS  # noqa: E402
+from tests.lab.test_panel_fits import SETTINGS as WIDTHS_SETTINGS  # noqa: E402
+from tests.lab.test_side_panel import ask as ask_panel  # noqa: E402
+from tests.lab.test_side_panel import new_conversation, open_panel  # noqa: E402
 from tests.widget.browser.lab import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    JupyterLab,
+    NOTEBOOKS,
     ask,
     open_notebook,
     show_chat,
@@ -74,40 +93,55 @@ PANEL_ROUNDS: list[dict[str, Any]] = [
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--only", choices=("widget", "panel", "widths"))
     args = parser.parse_args(argv)
+    takes = {args.only} if args.only else {"widget", "panel", "widths"}
     if CHROMIUM is None:
         print("No Chromium found: install it or set GMCHAT_CHROMIUM.", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gmchat-screenshots-") as tmp:
-        lab = JupyterLab(Path(tmp))
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-                try:
-                    shoot(browser, lab, args.out)
-                    shoot_chart(browser, lab, Path(tmp), args.out)
-                finally:
-                    browser.close()
-        finally:
-            lab.stop()
-        app = JupyterApp(Path(tmp) / "panel", rounds=PANEL_ROUNDS)
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-                try:
-                    shoot_panel(browser, app, args.out)
-                finally:
-                    browser.close()
-        finally:
-            app.stop()
+        if "widget" in takes:
+            lab = JupyterApp(Path(tmp))
+            try:
+                with sync_playwright() as playwright:
+                    browser = launch_chromium(playwright)
+                    try:
+                        shoot(browser, lab, args.out)
+                        shoot_chart(browser, lab, Path(tmp), args.out)
+                    finally:
+                        browser.close()
+            finally:
+                lab.stop()
+        if "panel" in takes:
+            app = JupyterApp(Path(tmp) / "panel", rounds=PANEL_ROUNDS)
+            try:
+                with sync_playwright() as playwright:
+                    browser = launch_chromium(playwright)
+                    try:
+                        shoot_panel(browser, app, args.out)
+                    finally:
+                        browser.close()
+            finally:
+                app.stop()
+        if "widths" in takes:
+            app = JupyterApp(Path(tmp) / "widths", rounds=WIDTHS_ROUNDS, chat=WIDTHS_SETTINGS)
+            try:
+                with sync_playwright() as playwright:
+                    browser = launch_chromium(playwright)
+                    try:
+                        shoot_panel_widths(browser, app, args.out)
+                    finally:
+                        browser.close()
+            finally:
+                app.stop()
     return 0
 
 
-def shoot(browser: Browser, lab: JupyterLab, out: Path) -> None:
+def shoot(browser: Browser, lab: JupyterApp, out: Path) -> None:
     page = browser.new_page(viewport={"width": 1200, "height": 1600}, device_scale_factor=2)
-    path = lab.add_notebook("screenshots.ipynb", "gmchat-tour")
-    open_notebook(page, lab.notebook_url(path, workspace="screenshots"))
+    path = lab.add_notebook("gmchat-tour", NOTEBOOKS / "screenshots.ipynb")
+    open_notebook(page, lab.lab_url("screenshots", path))
     # More room for the notebook: collapse the file browser (click its active sidebar tab).
     page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
     root = show_chat(page, CHAT_CELL)
@@ -139,14 +173,14 @@ def shoot(browser: Browser, lab: JupyterLab, out: Path) -> None:
     box.locator("[data-testid=gmchat-reject]").click()  # let the turn end before the server stops
 
 
-def shoot_chart(browser: Browser, lab: JupyterLab, tmp: Path, out: Path) -> None:
+def shoot_chart(browser: Browser, lab: JupyterApp, tmp: Path, out: Path) -> None:
     """The offline provider's chart answer, in a notebook of its own."""
     page = browser.new_page(viewport={"width": 1200, "height": 1400}, device_scale_factor=2)
     source = write_notebook(
         tmp / "chart.ipynb", "A chart answer.", 'from gmchat_nb import Chat\nChat(store=":memory:")'
     )
-    path = lab.add_notebook(source, "gmchat-chart")
-    open_notebook(page, lab.notebook_url(path, workspace="chart-screenshot"))
+    path = lab.add_notebook("gmchat-chart", source)
+    open_notebook(page, lab.lab_url("chart-screenshot", path))
     page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
     root = show_chat(page, CHAT_CELL)
     ask(page, "Chart the projects by status")
@@ -205,6 +239,35 @@ def shoot_panel(browser: Browser, app: JupyterApp, out: Path) -> None:
     settle(page)
     page.screenshot(path=out / "panel.png", animations="disabled")
     print(out / "panel.png")
+
+
+def shoot_panel_widths(browser: Browser, app: JupyterApp, out: Path) -> None:
+    """The side panel alone at each of ``WIDTHS``: a turn's chart, answer and evidence, and the
+    next turn's confirmation card, the sidebar sized by its handle."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+    page.goto(app.lab_url("panel-widths"))
+    root = open_panel(page)
+    new_conversation(root)
+    ask_panel(root, "Which parts are made of titanium? Chart their stock.")
+    answer = root.locator("[data-testid=gmchat-answer]").last
+    expect(answer).to_contain_text("Five parts", timeout=60_000)
+    chart = root.locator("[data-testid=gmchat-chart][data-chart=drawn]").last
+    expect(chart).to_have_attribute("data-state", "drawn", timeout=30_000)
+    evidence = root.locator("[data-testid=gmchat-evidence]").last
+    expect(evidence).to_be_visible(timeout=30_000)
+    evidence.locator("summary").click()
+    ask_panel(root, f"Add the part {PART}")
+    box = root.locator("[data-testid=gmchat-confirm-box]").last
+    expect(box).to_be_visible(timeout=60_000)
+    for width in WIDTHS:
+        set_sidebar_width(page, width)
+        # the log at its end, as during the turn: the confirmation card, the evidence above it
+        root.locator(".gmchat-log").evaluate("(log) => { log.scrollTop = log.scrollHeight; }")
+        settle(page)
+        path = out / f"panel-{width}.png"
+        page.locator("#gmchat-panel").screenshot(path=path, animations="disabled")
+        print(path)
+    box.locator("[data-testid=gmchat-reject]").click()  # let the turn end before the server stops
 
 
 def settle(page: Page) -> None:

@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # The one importer of dotted paths that settings give (hooks, permission, audit.logger,
     # planned.catalog, provider classes): it imports nothing of gmchat_nb.
     ("gmchat_nb.core.dotted",),
+    # The built front end's record (the build hook loads it by path: standard library only).
+    ("gmchat_nb._frontend",),
     # Foundations: vocabularies and helpers that import nothing of gmchat_nb but the importer.
     (
         "gmchat_nb.core",

@@ -78,3 +78,34 @@ def test_the_architecture_covers_every_package() -> None:
         name for name in packages if f"`{name}/" not in text and f"`gmchat_nb/{name}/" not in text
     ]
     assert not unnamed, "packages docs/architecture.md does not describe: " + ", ".join(unnamed)
+
+
+# A size in bytes as the pages would write one: 223,859 bytes, 883 KB, a 26,694-byte file, 1.2 MB.
+SIZE = re.compile(r"\b\d[\d,.]*(?:\s?(?:bytes?|[kKM]i?B)\b|-byte\b)")
+# What the front-end build writes, as the pages name it.
+BUILT = re.compile(
+    r"chat\.js|charts\.js|chat\.css|remoteEntry|labextension|widget module|chart library|bundle",
+    re.IGNORECASE,
+)
+
+
+def quoted_build_sizes(text: str) -> list[str]:
+    """The sentences of ``text`` that give a size and name a file of the front-end build."""
+    flowing = " ".join(text.split())
+    sentences = re.split(r"(?<=[.;:!?])\s", flowing)
+    return [s for s in sentences if BUILT.search(s) and SIZE.search(s)]
+
+
+def test_no_page_quotes_the_size_of_a_built_file() -> None:
+    """The build's sizes change with every change to the front end, and a page that quoted them
+    went out of date (223,859 bytes written, 230,023 built): ``bench/frontend.py --sizes-only``
+    prints the current ones."""
+    quoted = [f"{page.name}: {s}" for page in pages() for s in quoted_build_sizes(page.read_text())]
+    assert not quoted, "sizes of built files (bench/frontend.py prints them):\n" + "\n".join(quoted)
+
+
+def test_a_quoted_build_size_is_found() -> None:
+    assert quoted_build_sizes("Sizes: the widget module is\n223,859 bytes (84,782 gzip).")
+    assert quoted_build_sizes("Vega is a lazy chunk of the labextension (about 866 KB).")
+    assert quoted_build_sizes("plus its 26,694-byte stylesheet, with charts.js.")
+    assert not quoted_build_sizes("A chart event is 4,378 B. The chart library loads lazily.")

@@ -2,7 +2,9 @@
 Python block in them is run here, in reading order (the README, then :data:`PAGES`), or excused
 below with the reason (so a new example cannot slip by unrun). Shell commands run in bash from
 the checkout with the venv's programs first on PATH; servers the examples start with ``&`` are
-started the same way and stopped afterwards."""
+started the same way and stopped afterwards. The README's tour writes its code inline: its Python
+runs as notebook cells in a real kernel and its commands in bash, from a folder outside the
+checkout (:func:`test_the_tour_runs_as_written`)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 # The documentation in reading order: later pages use what earlier ones set up (``$U``, ``$H``).
@@ -264,3 +268,98 @@ def test_the_python_examples_run_as_written(
     result = eval(code, namespace)
     if asyncio.iscoroutine(result):
         asyncio.run(result)
+
+
+# The tour: inline code in its sentences. Its commands start so; `pip install` is the set-up the
+# README's first lines run; every other span is Python when it compiles and calls or awaits
+# something, else a fragment of a sentence (a route, an option, a path, ``replay:NAME``).
+TOUR_HEADING = "## A 30-second tour"
+TOUR_COMMANDS = ("gmchat ", "python -m ")
+TOUR_SET_UP = "pip install"
+INLINE_CODE = re.compile(r"`([^`]+)`")
+# What the tour's commands must print, beyond exiting as documented.
+TOUR_PRINTS = {"replay:oracle-openai": "openai:oracle"}  # the bundled cassette's column
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def tour_code() -> list[str]:
+    """The tour's code spans in reading order, each on one line as a reader types it."""
+    readme = (ROOT / "README.md").read_text()
+    tour = readme.split(f"\n{TOUR_HEADING}\n", 1)[1].split("\n## ", 1)[0]
+    return [" ".join(span.split()) for span in INLINE_CODE.findall(tour)]
+
+
+def is_python(span: str) -> bool:
+    """Python the tour asks a reader to run: it compiles (with top-level ``await``, as a
+    notebook allows) and calls or awaits something."""
+    flags = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    try:
+        tree = compile(span, "<tour>", "exec", flags)
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Call | ast.Await) for node in ast.walk(tree))
+
+
+def test_the_tour_s_python_is_told_from_its_fragments() -> None:
+    assert is_python('turn = await chat.ask("…")')
+    assert is_python("from gmchat_nb import Chat; chat = Chat(); chat")
+    for fragment in ("replay:NAME", "--execute", "evals/", "GET …/turns/{turn_id}/evidence"):
+        assert not is_python(fragment), fragment
+
+
+def test_the_tour_runs_as_written(
+    environment: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In reading order, from a folder outside the checkout (so ``replay:oracle-openai`` can
+    only be a bundled cassette's name): its Python as cells of one notebook in a real kernel
+    (the first shows the chat panel), its commands in bash with the same store."""
+    for key in ("HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
+        monkeypatch.setenv(key, environment[key])  # the kernel's, as the commands'
+    monkeypatch.setenv("GMCHAT_STORE", environment["GMCHAT_STORE"])
+    folder = tmp_path / "analysis"
+    folder.mkdir()
+    notebook = nbformat.v4.new_notebook()
+    client = NotebookClient(
+        notebook, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(folder)}}
+    )
+    printed: dict[str, str] = {}
+    with client.setup_kernel():
+        for span in tour_code():
+            if span.startswith(TOUR_SET_UP):
+                continue  # installs what the kernel and the commands run: already installed
+            if span.startswith(TOUR_COMMANDS):
+                printed[span] = run_tour_command(span, folder, environment)
+            elif is_python(span):
+                cell = nbformat.v4.new_code_cell(span)
+                notebook.cells.append(cell)
+                client.execute_cell(cell, len(notebook.cells) - 1)  # raises on an error
+    python = [cell.source for cell in notebook.cells]
+    assert len(python) >= 3 and "chat = Chat()" in python[0], python
+    assert any(WIDGET_VIEW in output.get("data", {}) for output in notebook.cells[0].outputs)
+    assert len(printed) >= 3, list(printed)
+    saved = re.search(r'knowledge\.save_turn\(turn, name="([^"]+)"\)', "\n".join(python))
+    assert saved is not None, python
+    listing = next(out for command, out in printed.items() if "knowledge list" in command)
+    assert saved.group(1) in listing, listing
+    for written in re.findall(r"[\w-]+\.ipynb", " ".join([*python, *printed])):
+        assert (folder / written).is_file(), f"the tour's {written} was not written"
+    for start, expected in TOUR_PRINTS.items():
+        output = next(out for command, out in printed.items() if start in command)
+        assert expected in output, output[-2000:]
+
+
+def run_tour_command(command: str, folder: Path, environment: dict[str, str]) -> str:
+    """Run one of the tour's commands in ``folder``; what it printed."""
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    allowed = (0, 1) if command.startswith(EVAL_CLI) else (0,)
+    assert done.returncode in allowed, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert "Traceback" not in done.stderr, f"{command}\n{done.stderr[-2000:]}"
+    return done.stdout

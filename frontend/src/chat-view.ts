@@ -96,6 +96,7 @@ export class ChatView implements TurnHost {
   private restored: StoredView | null; // rendered when a replay confirms it
   private readonly stopListening: () => void;
   private readonly stopWatching: (() => void) | null;
+  private readonly inputWidth: ResizeObserver | null;
   private readonly projectEl: HTMLSpanElement;
   private readonly providerEl: HTMLSpanElement;
   private readonly usage = new UsageHeader();
@@ -198,6 +199,17 @@ export class ChatView implements TurnHost {
     );
     this.picker.set([], null);
     this.host.append(this.root);
+    // A narrower input wraps its text and placeholder onto more lines: it grows to show them.
+    let width = -1;
+    this.inputWidth =
+      typeof ResizeObserver === "undefined"
+        ? null
+        : new ResizeObserver(([entry]) => {
+            const now = Math.round(entry?.contentRect.width ?? 0);
+            if (now !== width && now > 0) this.autoGrow();
+            width = now;
+          });
+    this.inputWidth?.observe(this.input);
 
     this.stopListening = transport.onMessage((msg) => this.receive(msg));
     this.stopWatching = transport.onReconnect ? transport.onReconnect(() => this.send(helloMessage(this.cursor), true)) : null;
@@ -502,10 +514,22 @@ export class ChatView implements TurnHost {
     this.send({ type: "ask", text });
   }
 
+  /** As tall as its text (at most 200 px) or, empty, its placeholder, whole. */
   private autoGrow(): void {
     this.input.style.height = "auto";
-    const height = Math.min(this.input.scrollHeight, 200);
-    if (height > 0) this.input.style.height = `${height}px`;
+    const text = Math.max(this.input.scrollHeight, this.placeholderHeight());
+    const border = this.input.offsetHeight - this.input.clientHeight; // (the height includes it)
+    const height = Math.min(text + border, 200);
+    if (text > 0) this.input.style.height = `${height}px`;
+  }
+
+  /** The height the empty input's placeholder takes on its lines (0 with text in it). */
+  private placeholderHeight(): number {
+    if (this.input.value || !this.input.placeholder) return 0;
+    this.input.value = this.input.placeholder;
+    const height = this.input.scrollHeight;
+    this.input.value = "";
+    return height;
   }
 
   /* ---------- scrolling ---------- */
@@ -603,6 +627,7 @@ export class ChatView implements TurnHost {
   dispose(): void {
     this.disposed = true;
     this.stopWatching?.();
+    this.inputWidth?.disconnect();
     this.stopListening();
     this.stopTicker();
     this.knowledge.dispose();

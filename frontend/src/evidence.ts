@@ -141,7 +141,7 @@ export class EvidencePanel {
       rows.length
         ? h("div", { cls: "gmchat-table-scroll" }, [
             h("table", { cls: "gmchat-grid" }, [
-              h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { text: c, attrs: { scope: "col" } })))]),
+              h("thead", {}, [h("tr", {}, columns.map((c) => h("th", { cls: c === "Filters" ? "gmchat-filters" : "", text: c, attrs: { scope: "col" } })))]),
               body,
             ]),
           ])
@@ -175,7 +175,7 @@ export class EvidencePanel {
       h("tr", {}, [
         ids ? h("td", { cls: "gmchat-mono", testid: "gmchat-evidence-row-id", text: formatCell(row.evidence_id) }) : null,
         h("td", { text: formatCell(row.manager) }),
-        h("td", { cls: "gmchat-mono", text: filterText }),
+        h("td", { cls: "gmchat-mono gmchat-filters", text: filterText }),
         h("td", { cls: "gmchat-num", text: formatCell(row.rows) }),
         h("td", { cls: "gmchat-num", text: formatCell(row.total_count) }),
         h("td", { text: row.complete === true ? "yes" : row.complete === false ? "no" : "\u2014" }),

@@ -102,6 +102,7 @@ export {
   numberedName,
 } from "./notebook-export";
 export { NO_NOTEBOOK_ROUTE, dispositionName, notebookExporter, notebookRefusal, pathIn } from "./transport/server-notebook";
+export { CHAT_KEEPS, TOAST_GAP, toastClearance } from "./fit";
 export { ChatView, CommTransport };
 
 /** How long a view waits for the kernel to send the chart library. */

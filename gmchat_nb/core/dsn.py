@@ -6,7 +6,12 @@ from __future__ import annotations
 import importlib
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["is_postgresql_url", "postgresql_url_problem", "without_password"]
+__all__ = [
+    "is_postgresql_url",
+    "postgresql_url_problem",
+    "text_without_password",
+    "without_password",
+]
 
 
 def is_postgresql_url(location: str) -> bool:
@@ -27,6 +32,15 @@ def without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+def text_without_password(text: str, url: str) -> str:
+    """``text`` (an error's message, which may quote ``url``) with ``url``'s password as ``***``."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # not a URL: it has no password field
+        return text
+    return text.replace(password, "***") if password else text
+
+
 def postgresql_url_problem(url: str) -> str | None:
     """What is wrong with a ``postgresql://`` URL as libpq reads it (an unknown query parameter,
     a space), in words that never show its password; None when it reads, or when psycopg is not
@@ -39,10 +53,5 @@ def postgresql_url_problem(url: str) -> str | None:
     try:
         conninfo.conninfo_to_dict(url)
     except psycopg.Error as error:
-        problem = str(error).strip()
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            password = None
-        return problem.replace(password, "***") if password else problem
+        return text_without_password(str(error).strip(), url)
     return None

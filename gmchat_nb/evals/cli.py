@@ -53,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--provider",
         default="offline",
-        help="provider spec (offline, scripted:FILE, replay:FILE, openai:MODEL, ...; oracle: "
-        "each case's scripted oracle, evals/oracle/)",
+        help="provider spec (offline, scripted:FILE, replay:FILE or replay:NAME of a bundled "
+        "cassette such as replay:oracle-openai, openai:MODEL, ...; oracle: each case's scripted "
+        "oracle, evals/oracle/)",
     )
     parser.add_argument("--model", help="model name passed to the provider")
     parser.add_argument(

@@ -33,6 +33,7 @@ from ..core.charts import AGGREGATES, MARKS
 from ..core.digest import digest
 from ..core.knowledge import KnowledgeError
 from ..core.knowledge.yaml_io import drafts_of, read_file
+from ..core.providers.cassettes import eval_data_dir
 
 __all__ = [
     "Budget",
@@ -510,13 +511,9 @@ def load_dataset(path: str | Path) -> list[Case]:
 
 
 def dataset_dir() -> Path:
-    """``<repo>/evals`` next to the package, else the packaged copy ``gmchat_nb/evals/datasets``."""
-    import gmchat_nb
-
-    repo = Path(gmchat_nb.__file__).resolve().parents[1] / "evals"
-    if repo.is_dir() and any(repo.glob("*.yaml")):
-        return repo
-    return Path(__file__).resolve().parent / "datasets"
+    """The packaged copy ``gmchat_nb/evals/datasets`` of an installed wheel, else ``<repo>/evals``
+    next to the package (the bundled cassettes are found the same way)."""
+    return eval_data_dir()
 
 
 # Datasets only the planned strategy answers (numbers computed by the engine); like

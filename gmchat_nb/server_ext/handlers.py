@@ -364,10 +364,13 @@ class ConversationsHandler(GMChatHandler):
     @web.authenticated
     @allow("read")
     async def get(self) -> None:
-        """``{"conversations": [{id, title, created_at, updated_at, messages}, ...]}``."""
+        """``{"conversations": [{id, title, created_at, updated_at, messages}, ...], "project",
+        "provider"}``: the project and provider a client's header shows (as the widget's)."""
         self.check_permission()
         records = await self.runtime.on_engine(self.runtime.store.conversations, self.actor.id)
-        self.finish(json.dumps({"conversations": [conversation_json(r) for r in records]}))
+        header = await self.runtime.on_engine(self.runtime.header)
+        body = {"conversations": [conversation_json(r) for r in records], **header}
+        self.finish(json.dumps(body))
 
     @web.authenticated
     @allow("write")

@@ -32,10 +32,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..core.dotted import DottedPathError, resolve_dotted
+from ..core.dsn import without_password
 from ..core.events import ChatEvent, Notice, event_from_dict
 from ..core.knowledge import project_key
 from ..core.project import Project
+from ..core.project.targets import demo_name
 from ..core.providers.base import BaseLLMProvider
+from ..core.providers.registry import provider_label
 from ..core.ratelimit import RateLimiter
 from ..core.session import (
     Actor,
@@ -117,6 +120,7 @@ class ChatRuntime:
         self._project: Project | None = None
         self._project_lock = asyncio.Lock()  # used on the engine's loop only
         self._providers: OrderedDict[str, BaseLLMProvider] = OrderedDict()
+        self._provider_label: str | None = None
         self._running: dict[str, TurnRun] = {}  # conversation id -> its turn
         self._running_lock = threading.Lock()  # the engine's thread removes finished turns
         # conversation id -> wake-ups of its event-stream readers (each on its reader's loop)
@@ -181,6 +185,25 @@ class ChatRuntime:
         else:
             self._providers.move_to_end(conversation_id)
         return provider
+
+    def header(self) -> dict[str, str]:
+        """What a client's header shows of this server's chat, as the widget's header shows its
+        kernel's: the project (``demo:inventory``, a URL without its password) and the
+        provider's label (``openai:gpt-4.1-mini``, ``offline``; the setting as written when the
+        provider cannot be built)."""
+        if self._provider_label is None:
+            try:
+                self._provider_label = provider_label(build_provider(self.settings))
+            except Exception:  # (a turn says what is wrong with it; a header is no place to)
+                spec = self.settings.provider
+                named = spec if isinstance(spec, str) else getattr(spec, "__name__", None)
+                self._provider_label = named or type(spec).__name__
+        target = self.settings.project
+        demo = demo_name(target)
+        return {
+            "project": f"demo:{demo}" if demo else without_password(str(target)),
+            "provider": self._provider_label,
+        }
 
     def actor(self, user: Any) -> Actor:
         """The actor for a Jupyter user on this server."""

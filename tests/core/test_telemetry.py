@@ -369,9 +369,50 @@ def test_unknown_or_broken_providers_are_not_instrumented(monkeypatch: pytest.Mo
 # -- never in the way ----------------------------------------------------------------------------
 
 
-def test_without_an_sdk_nothing_is_recorded() -> None:
-    export_trace(turn(), tracer_provider=otel_trace.NoOpTracerProvider())
-    export_trace(turn())  # the global provider: none was set
+class CountingNoOpProvider(otel_trace.NoOpTracerProvider):
+    """The API's no-op provider (what a program without the SDK has), counting the spans it
+    is asked for."""
+
+    def __init__(self) -> None:
+        self.spans: list[otel_trace.Span] = []
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> otel_trace.Tracer:
+        spans = self.spans
+
+        class Tracer(otel_trace.NoOpTracer):
+            def start_span(self, *args: Any, **kwargs: Any) -> otel_trace.Span:
+                span = super().start_span(*args, **kwargs)
+                spans.append(span)
+                return span
+
+        return Tracer()
+
+
+def test_without_an_sdk_nothing_is_recorded(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A no-op provider is given one span, which it does not record, and the export stops
+    there; with no provider set at all (the global default), no tracer is even asked for.
+    Neither raises nor logs."""
+    no_op = CountingNoOpProvider()
+    export_trace(turn(), tracer_provider=no_op)
+    assert len(no_op.spans) == 1 and not no_op.spans[0].is_recording()
+
+    # The suite never sets a global provider (tests/core/test_turn_telemetry.py does so in a
+    # child process), so the global one is the API's proxy: count what is asked of it.
+    assert isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider)
+    asked: list[str] = []
+
+    def get_tracer(
+        self: otel_trace.ProxyTracerProvider, name: str, *args: Any, **kwargs: Any
+    ) -> Any:
+        asked.append(name)
+        return otel_trace.NoOpTracer()
+
+    monkeypatch.setattr(otel_trace.ProxyTracerProvider, "get_tracer", get_tracer)
+    export_trace(turn())
+    assert asked == []
+    assert caplog.records == []
 
 
 def test_a_failing_tracer_never_breaks_the_turn(caplog: pytest.LogCaptureFixture) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from gmchat_nb import Chat
+from gmchat_nb.core.providers.base import Message, ProviderEvent, ToolDefinition
 from gmchat_nb.core.providers.scripted import ScriptedProvider
 from gmchat_nb.core.store import ChatStore, TurnCancelRequested, TurnLost, TurnStart
 from gmchat_nb.core.turns import TurnOwner
@@ -54,23 +57,51 @@ def test_a_process_that_lost_its_turn_writes_nothing_more_of_it(store_location: 
         assert ended is not None and ended.state == "done"
 
 
+class HeldProvider(ScriptedProvider):
+    """A scripted provider that stops mid-answer, after ``hold_after`` events, until the test
+    lets it go: "while it streams" is then a state the test holds, not a moment it guesses."""
+
+    def __init__(self, config: dict[str, Any], *, hold_after: int) -> None:
+        super().__init__(config)
+        self.hold_after = hold_after
+        self.go_on = asyncio.Event()
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDefinition]
+    ) -> AsyncIterator[ProviderEvent]:
+        count = 0
+        async for event in super().complete(messages, tools):
+            if count == self.hold_after:
+                await self.go_on.wait()
+            yield event
+            count += 1
+
+
 async def test_a_streaming_turn_is_in_the_journal_while_it_streams(store_location: str) -> None:
+    """Half the answer has streamed and the provider holds the rest: those chunks are in the
+    journal (committed as they stream) while the turn is still running, its end is not."""
     chunks = [f"w{i} " for i in range(30)]
-    provider = ScriptedProvider({"rounds": [{"chunks": chunks, "chunk_delay_seconds": 0.05}]})
+    provider = HeldProvider({"rounds": [{"chunks": chunks}]}, hold_after=15)
     chat = Chat(project="demo", provider=provider, store=store_location)
     try:
         asking = asyncio.create_task(chat.ask("Tell me slowly", turn_id="slow"))
-        await asyncio.sleep(0.8)  # about half the answer has streamed
-        assert not asking.done()
+        so_far: list[dict[str, Any]] = []
         with ChatStore(store_location) as reader:
-            turn = reader.admitted_turn(chat.actor.id, "slow")
-            assert turn is not None
-            so_far = reader.events(turn.conversation_id, turn_id="slow")
-        assert 5 < len(so_far) < 30  # committed as it streams, not at the end
-        done = await asyncio.wait_for(asking, 10)
+            deadline = time.monotonic() + 60  # catches a hang only: the group commit is 50 ms
+            while len(so_far) < 15 and time.monotonic() < deadline and not asking.done():
+                await asyncio.sleep(0.02)
+                turn = reader.admitted_turn(chat.actor.id, "slow")
+                if turn is not None:
+                    so_far = reader.events(turn.conversation_id, turn_id="slow")
+        assert not asking.done(), "the turn ended while its provider held the answer"
+        assert [event["type"] for event in so_far] == ["text_chunk"] * 15
+        assert "".join(event["content"] for event in so_far) == "".join(chunks[:15])
+        provider.go_on.set()
+        done = await asyncio.wait_for(asking, 60)
         assert done.answer == "".join(chunks)
         assert sorted(done.positions) == list(range(1, 32))  # every event's journal position
     finally:
+        provider.go_on.set()
         await chat.aclose()
 
 

@@ -1,5 +1,6 @@
-"""Fixtures of the side panel's browser tests: Debian chromium, and JupyterLab / Notebook 7
-servers with the gmchat server extension on scripted providers (or without it).
+"""Fixtures of the side panel's browser tests: Chromium (``tests/chromium.py``), and JupyterLab /
+Notebook 7 servers (``tests/jupyter_app.py``) with the gmchat server extension on scripted
+providers (or without it).
 
 The playwright, browser and server fixtures are package-scoped (as in tests/widget/browser), so
 the event loop pytest-playwright's sync API holds is released when the last test here is done.
@@ -8,14 +9,18 @@ the event loop pytest-playwright's sync API holds is released when the last test
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserType, Dialog, Page, Playwright, sync_playwright
 
-from ..widget.browser.lab import CHROMIUM, CHROMIUM_FLAGS
-from .servers import JupyterApp
+from ..chromium import (  # noqa: F401  (the shared browser fixtures, package-scoped here)
+    browser,
+    browser_type,
+    browser_type_launch_args,
+    dialogs,
+    playwright,
+)
+from ..jupyter_app import JupyterApp
 
 # One question, three model requests: a part named with markup is created (allowed, no
 # confirmation), a query finds it (its rows become the result table and the evidence), then an
@@ -92,38 +97,6 @@ CONFIRM_SETTINGS = {
 }
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Debian's chromium (``playwright install`` needs the internet)."""
-    if CHROMIUM is None or not Path(CHROMIUM).exists():
-        pytest.fail(
-            "The browser tests drive Chromium and found none on PATH: install it (Debian/Ubuntu: "
-            "apt-get install chromium) or set GMCHAT_CHROMIUM to a Chromium or Chrome binary.",
-            pytrace=False,
-        )
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
-
-
-@pytest.fixture(scope="package")
-def playwright() -> Iterator[Playwright]:
-    with sync_playwright() as running:
-        yield running
-
-
-@pytest.fixture(scope="package")
-def browser_type(playwright: Playwright, browser_name: str) -> BrowserType:
-    return cast(BrowserType, getattr(playwright, browser_name))
-
-
-@pytest.fixture(scope="package")
-def browser(
-    browser_type: BrowserType, browser_type_launch_args: dict[str, Any]
-) -> Iterator[Browser]:
-    browser = browser_type.launch(**browser_type_launch_args)
-    yield browser
-    browser.close()
-
-
 @pytest.fixture(scope="package")
 def browser_context_args() -> dict[str, Any]:
     return {"viewport": {"width": 1400, "height": 1000}}
@@ -167,17 +140,3 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterApp]:
     yield from _app(
         tmp_path_factory, "notebook7", app="notebook", rounds=ANSWER_ROUNDS, chat=ANSWER_SETTINGS
     )
-
-
-@pytest.fixture
-def dialogs(page: Page) -> Iterator[list[str]]:
-    """Every alert/confirm/prompt the page opens (dismissed); none is expected."""
-    seen: list[str] = []
-
-    def record(dialog: Dialog) -> None:
-        seen.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", record)
-    yield seen
-    assert not seen, f"the page opened dialogs: {seen}"

@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from playwright.sync_api import Locator, Page, Route, expect
 
-from .servers import JupyterApp
+from ..jupyter_app import JupyterApp
 from .test_side_panel import open_panel, wait_connected
 
 T = TypeVar("T")

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, Request, expect
 
+from ..jupyter_app import LABEXTENSION, JupyterApp
 from ..widget.browser.test_charts import INERT, ROUNDS, SCRIPT, TITLE, bars
 from .conftest import _app
-from .servers import LABEXTENSION, JupyterApp
 from .test_side_panel import ask, new_conversation, open_panel, panel_after_reload
 
 SETTINGS = {"allowed_mutations": ["createPart"], "injection": {"mutation_intent": False}}

@@ -13,9 +13,8 @@ import nbformat
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from ..jupyter_app import JupyterApp, write_notebook
 from ..widget.browser.knowledge_steps import QUESTION, answered
-from ..widget.browser.lab import write_notebook
-from .servers import JupyterApp
 from .test_side_panel import KERNEL_IDLE, open_panel, wait_connected
 
 NAME = "Which parts are made of titanium"

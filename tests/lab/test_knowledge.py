@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page
 
+from ..jupyter_app import JupyterApp
 from ..widget.browser.knowledge_steps import VERIFIED_NAME, save_recall_and_forget
-from .servers import JupyterApp
 from .test_side_panel import open_panel, wait_connected
 
 

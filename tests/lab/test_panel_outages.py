@@ -29,8 +29,8 @@ import pytest
 from playwright.sync_api import Page, Route, expect
 
 from ..filesystems import fill, small_disk
+from ..jupyter_app import JupyterApp
 from ..server_ext.test_store_outage import ROUNDS, STEP_WAIT
-from .servers import JupyterApp
 from .test_side_panel import ask, conversation_of, new_conversation, open_panel
 
 TURN = "[data-testid=gmchat-turn]"

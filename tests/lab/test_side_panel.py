@@ -10,9 +10,9 @@ import time
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from ..jupyter_app import JupyterApp
 from ..widget.browser.cards import expect_escaped_and_reject
 from .conftest import ANSWER_CHUNKS
-from .servers import JupyterApp
 
 QUESTION = "Which parts have markup in their names?"
 LAST_WORDS = "Done."

@@ -1,11 +1,13 @@
-"""A real `jupyter server` subprocess on 127.0.0.1 with the gmchat extension and a token."""
+"""A real `jupyter server` subprocess on 127.0.0.1 with the gmchat extension and a token.
+
+The HTTP, SSE, WebSocket and MCP tests' server: no JupyterLab, no kernel, a fixed token and a
+minimal environment (the browser tests' JupyterLab is ``tests/jupyter_app.py``'s)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,7 +17,12 @@ from typing import Any
 import httpx
 import yaml
 
+from ..jupyter_app import free_port
+
 TOKEN = "t0ken-for-tests"
+# How long a server may take to answer its first request: a deadline for a hang only (a loaded
+# machine running tests in parallel starts one in seconds, not in minutes).
+START_TIMEOUT = 120
 # sh -c's script for a server on "another host": set the namespace's host name, then run it
 OTHER_HOST = 'hostname "$0" && exec "$@"'
 AUTH = {"Authorization": f"token {TOKEN}"}
@@ -54,9 +61,7 @@ class JupyterServer:
         }
         (tmp / "config").mkdir(exist_ok=True)
         (tmp / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         env = {
             "JUPYTER_CONFIG_DIR": str(tmp / "config"),
             "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
@@ -88,7 +93,7 @@ class JupyterServer:
         )
         self.url = f"http://127.0.0.1:{self.port}{base_url}"
         self.chat_url = self.url + "gmchat/chat/"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline and self.process.poll() is None:
             try:
                 if httpx.get(self.url + "api/status", headers=AUTH).status_code == 200:

@@ -107,7 +107,11 @@ async def test_permission_hook_allows(jp_fetch: Any) -> None:
 @pytest.mark.gmchat(rounds=[{"text": "one"}, {"text": "two"}])
 async def test_conversations_list_create_and_select(jp_fetch: Any) -> None:
     status, body = await call(jp_fetch, "conversations/", method="GET")
-    assert (status, body) == (200, {"conversations": []})
+    # (with what the panel's header shows, as the widget's: the project and the provider)
+    assert (status, body) == (
+        200,
+        {"conversations": [], "project": "demo:inventory", "provider": "scripted"},
+    )
     status, created = await call(jp_fetch, "conversations/", {"title": "Parts"})
     assert status == 201 and created["conversation"]["title"] == "Parts"
     cid = created["conversation"]["id"]

@@ -3,7 +3,8 @@ bookkeeping, charts: their spec check, views and pickers, drawn by the chart lib
 the header's cost and context gauge, knowledge: the recall step, the trusted label, the save
 form, the knowledge view and the panel's knowledge requests, invisible characters written out
 on the confirmation card, the panel's agent tokens, Export as notebook: the file's name, the
-panel's exporter, the widget's request and the status line),
+panel's exporter, the widget's request and the status line; the panel's room for JupyterLab's
+toasts),
 tested with node's own runner against the built modules; and the built modules themselves,
 which must be what the TypeScript sources in ``frontend/`` build to today."""
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gmchat_nb._frontend import staleness
 from gmchat_nb.core.guards.invisible import INVISIBLE_RANGES
 
 JS_TESTS = Path(__file__).parent / "js"
@@ -23,6 +25,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FRONTEND = ROOT / "frontend"
 STATIC = ROOT / "gmchat_nb" / "widget" / "static"
 BUILT = ("chat.js", "charts.js", "chat.css")
+PACKAGE = ROOT / "gmchat_nb"
+REBUILD = (
+    "rebuild it: `npm run build` in frontend/ with the venv's bin on PATH (or `pip install -e .`)"
+)
+
+
+def assert_built_from_todays_sources() -> None:
+    why = staleness(PACKAGE, FRONTEND)
+    assert why is None, f"the built front end is stale: {why}; {REBUILD}"
 
 
 def node() -> str:
@@ -45,9 +56,12 @@ def node() -> str:
         "test_invisible.mjs",
         "test_agent_tokens.mjs",
         "test_notebook_export.mjs",
+        "test_fit.mjs",
     ],
 )
 def test_the_front_end_helpers(script: str) -> None:
+    # they import the built chat.js: a stale one would test yesterday's code
+    assert_built_from_todays_sources()
     done = subprocess.run(
         [node(), str(JS_TESTS / script)], capture_output=True, text=True, timeout=180
     )
@@ -66,6 +80,14 @@ def test_the_card_reveals_the_characters_the_guards_strip() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert [tuple(pair) for pair in json.loads(done.stdout)] == list(INVISIBLE_RANGES)
+
+
+def test_the_built_front_end_and_labextension_are_the_build_of_todays_sources() -> None:
+    """Every built file (the widget's chat.js, charts.js, chat.css and the side panel's whole
+    labextension, which tests/lab loads) is the one `npm run build` recorded, and the sources it
+    recorded (frontend/src, the package and lock files, the build scripts) are today's: a source
+    edited without a rebuild, or a built file edited by hand, fails here."""
+    assert_built_from_todays_sources()
 
 
 def test_the_installed_front_end_is_a_fresh_build_of_its_sources(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@
 
 The pure parts (the link host, the flag and provenance helpers) are tested with node in
 ``js/test_guard_display.mjs``, run by ``test_front_end.py`` (which needs no browser). The fixtures are this module's own (one JupyterLab
-and one chromium for the module, stopped at its end), built from ``browser/lab.py``.
+and one chromium for the module, stopped at its end), from ``tests/jupyter_app.py`` and
+``tests/chromium.py``.
 """
 
 from __future__ import annotations
@@ -26,11 +27,10 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import Browser, Dialog, Locator, Page, Route, expect, sync_playwright
 
+from ..chromium import launch_chromium, missing_chromium
+from ..jupyter_app import JupyterApp
 from ..vendor_server import Reply, ToolCallSpec, VendorServer
 from .browser.lab import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    JupyterLab,
     ask,
     cell_output,
     open_notebook,
@@ -91,8 +91,8 @@ def vendor() -> Iterator[ThreadedVendor]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    server = JupyterLab(tmp_path_factory.mktemp("guard-lab"))
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterApp]:
+    server = JupyterApp(tmp_path_factory.mktemp("guard-lab"))
     yield server
     server.stop()
 
@@ -100,12 +100,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
     """Debian's chromium (module-scoped: playwright's loop is gone before later async tests)."""
-    if CHROMIUM is None or not Path(CHROMIUM).exists():
-        pytest.fail(
-            "The browser tests need Chromium (apt-get install chromium, or GMCHAT_CHROMIUM)."
-        )
+    missing = missing_chromium()
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     with sync_playwright() as running:
-        browser = running.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        browser = launch_chromium(running)
         yield browser
         browser.close()
 
@@ -128,7 +127,7 @@ def lab_page(chromium: Browser) -> Iterator[Page]:
 
 @pytest.fixture
 def open_lab(
-    lab: JupyterLab, lab_page: Page, tmp_path: Path, request: pytest.FixtureRequest
+    lab: JupyterApp, lab_page: Page, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Page]]:
     """``open_lab(cell, ...)``: a notebook of these code cells (cell 0 is a title), named after
     the test and opened in its own workspace; its kernel is shut down afterwards."""
@@ -137,9 +136,9 @@ def open_lab(
     def open_(*sources: str) -> Page:
         name = re.sub(r"[^\w-]+", "-", request.node.name).strip("-")
         source = write_notebook(tmp_path / f"{name}.ipynb", f"Browser test {name}", *sources)
-        path = lab.add_notebook(source, name)
+        path = lab.add_notebook(name, source)
         opened.append(path)
-        open_notebook(lab_page, lab.notebook_url(path, workspace=name))
+        open_notebook(lab_page, lab.lab_url(name, path))
         return lab_page
 
     yield open_

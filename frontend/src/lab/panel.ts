@@ -5,7 +5,10 @@
  * chart library (Vega) the first time one is drawn: a dynamic import, which webpack makes a lazy
  * chunk of the labextension, so the panel's first load does not carry it. Its **Export as
  * notebook** fetches the conversation's notebook from the server and writes it beside the active
- * notebook through the contents API, then opens it (notebook-export.ts).
+ * notebook through the contents API, then opens it (notebook-export.ts). It fits the sidebar at
+ * any width (styles/panel.css), shows the server's project and provider in its header (from the
+ * conversations route, as the widget shows its kernel's) and keeps its input above JupyterLab's
+ * toasts (toasts.ts).
  *
  * What only a person may do — answer a confirmation, list, create and revoke agent tokens (the
  * header's **Agents**) — goes as the browser session: the login cookie and the XSRF header,
@@ -28,6 +31,7 @@ import { AgentTokensClient } from "../transport/server-agent-tokens";
 import { notebookExporter } from "../transport/server-notebook";
 import { type Fetcher, ServerTransport } from "../transport/server";
 import { labNotebookFiles } from "./notebook-export";
+import { ToastClearance } from "./toasts";
 
 export const PANEL_ID = "gmchat-panel";
 
@@ -72,6 +76,7 @@ export function loadCharts(): Promise<ChartLibrary> {
 export class ChatPanel extends Widget {
   private view: ChatView | null = null;
   private transport: ServerTransport | null = null;
+  private toasts: ToastClearance | null = null;
   private starting = false;
 
   constructor(private readonly options: PanelOptions) {
@@ -111,10 +116,12 @@ export class ChatPanel extends Widget {
       exportNotebook: notebookExporter(fetch, labNotebookFiles(this.options.app)),
     });
     this.node.setAttribute("data-gmchat-url", base);
+    this.toasts = new ToastClearance(this.node);
   }
 
   override dispose(): void {
     if (this.isDisposed) return;
+    this.toasts?.dispose();
     this.view?.dispose();
     this.transport?.dispose();
     super.dispose();

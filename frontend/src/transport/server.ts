@@ -3,7 +3,8 @@
  * (docs/server.md), for the JupyterLab side panel. It answers the view with the same messages
  * the kernel sends (protocol.ts), so `ChatView` does not know which one drives it:
  *
- * - `hello` lists the user's conversations (`GET conversations/`), takes the remembered one, else
+ * - `hello` lists the user's conversations (`GET conversations/`, which names the server's project
+ *   and provider too: the header shows them), takes the remembered one, else
  *   the latest, else creates one (`POST conversations/`), lists its turns with their questions and
  *   the journal's last position (`GET conversations/{id}/turns/`), reads the conversation's journal
  *   from its start (`GET conversations/{id}/events`, server-sent events read from `fetch`'s body),
@@ -211,6 +212,7 @@ export class ServerTransport implements Transport {
   private readonly delays: readonly number[];
   private conversationId: string | null = null;
   private conversations: ConversationItem[] = [];
+  private header: { project: string | null; provider: string | null } = { project: null, provider: null };
   private turns = new Map<string, TurnState>();
   private hidden = new Set<string>(); // turn ids "clear" took out of the view
   private nextIndex = 0;
@@ -385,6 +387,9 @@ export class ServerTransport implements Transport {
     if (!response.ok) throw await problemOf(response, "Listing the conversations");
     const body = await readJson(response);
     const items = body && Array.isArray(body.conversations) ? body.conversations : [];
+    // the server's project and provider, for the header (an older server sends neither)
+    const label = (value: unknown): string | null => (typeof value === "string" && value ? value : null);
+    this.header = { project: label(body?.project), provider: label(body?.provider) };
     this.conversations = items.filter(isObject).map((item) => item as unknown as ConversationItem);
     return this.conversations;
   }
@@ -761,8 +766,7 @@ export class ServerTransport implements Transport {
       conversations: { items: this.conversations, current: this.conversationId },
       turns: turns.map((turn) => this.record(turn)),
       busy: turns.some((turn) => !turn.ended),
-      project: null,
-      provider: null,
+      ...this.header,
     });
   }
 

@@ -22,6 +22,7 @@ from graphql import (
     parse,
 )
 
+from ..dsn import text_without_password, without_password
 from .errors import ToolError
 
 __all__ = [
@@ -144,11 +145,18 @@ class RemoteExecutor:
             )
         except ToolError as error:
             await transport.close()
-            raise ProjectConnectionError(f"Cannot introspect {url}: {error.message}") from None
+            # (these messages reach logs and clients: the URL without its password)
+            problem = text_without_password(error.message, url)
+            raise ProjectConnectionError(
+                f"Cannot introspect {without_password(url)}: {problem}"
+            ) from None
         if outcome.errors or not outcome.data:
             await transport.close()
             messages = "; ".join(str(e.get("message")) for e in outcome.errors) or "no data"
-            raise ProjectConnectionError(f"Introspection of {url} failed: {messages}")
+            raise ProjectConnectionError(
+                f"Introspection of {without_password(url)} failed: "
+                + text_without_password(messages, url)
+            )
         executor.schema = build_client_schema(outcome.data)  # type: ignore[arg-type]
         return executor
 

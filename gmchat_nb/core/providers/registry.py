@@ -3,7 +3,8 @@
 Specs: ``"openai:gpt-4.1-mini"``, ``"anthropic:claude-3-5-haiku-latest"``, ``"ollama:qwen3:8b"``
 (everything after the first colon is the model), ``"local:PATH.gguf"`` (a GGUF model run in
 process, extra ``[local]``), ``"offline"``, ``"scripted:FILE.yaml"``,
-``"replay:FILE.jsonl"``, ``"record:<spec>"`` (record another provider into
+``"replay:FILE.jsonl"`` (or ``"replay:oracle-openai"``, a bundled cassette by name: a file that
+exists wins), ``"record:<spec>"`` (record another provider into
 ``provider_config["record_to"]``, described by the optional ``record_description``), a dotted
 class path, or a provider class or instance.
 SDK providers are imported only when chosen; a missing SDK says which extra to install.
@@ -41,7 +42,8 @@ SDK_PROVIDERS: dict[str, tuple[str, str, str, str]] = {
 }
 FORMS = (
     "openai:MODEL, anthropic:MODEL, ollama:MODEL, local:PATH.gguf, offline, scripted:FILE.yaml, "
-    "replay:FILE.jsonl, record:SPEC, or a dotted provider class path"
+    "replay:FILE.jsonl (or replay:NAME, a bundled cassette), record:SPEC, or a dotted provider "
+    "class path"
 )
 
 

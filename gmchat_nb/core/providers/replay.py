@@ -38,6 +38,7 @@ from .base import (
     ToolDefinition,
     WrappingProvider,
 )
+from .cassettes import cassette_path
 
 __all__ = [
     "CASSETTE_HEADER",
@@ -135,7 +136,8 @@ def _usage_from_json(usage: Any) -> TokenUsage:
 
 
 class ReplayProvider(BaseLLMProvider):
-    """Plays back a cassette (config ``path``), serving each request its recorded response."""
+    """Plays back a cassette (config ``path``: a file, else a bundled cassette's name, see
+    :mod:`.cassettes`), serving each request its recorded response."""
 
     name: ClassVar[str] = "replay"
 
@@ -143,8 +145,11 @@ class ReplayProvider(BaseLLMProvider):
         super().__init__(config)
         path = self.provider_config.get("path")
         if not path:
-            raise ValueError("the replay provider needs the cassette path (replay:FILE.jsonl)")
-        self.path = Path(str(path))
+            raise ValueError(
+                "the replay provider needs a cassette: a path or a bundled cassette's name "
+                "(replay:FILE.jsonl, replay:oracle-openai)"
+            )
+        self.path = cassette_path(str(path))
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except OSError as error:

@@ -253,8 +253,8 @@ def provider(key: str, value: object) -> object:
         key,
         value,
         "a provider spec ('offline', 'openai:gpt-4.1-mini', 'anthropic:MODEL', "
-        "'ollama:MODEL', 'scripted:FILE.yaml', 'replay:FILE.jsonl', a dotted class path) "
-        "or a provider instance or class",
+        "'ollama:MODEL', 'scripted:FILE.yaml', 'replay:FILE.jsonl' or 'replay:oracle-openai', a "
+        "dotted class path) or a provider instance or class",
     )
 
 

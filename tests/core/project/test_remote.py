@@ -44,6 +44,18 @@ async def test_an_unreachable_endpoint_is_a_connection_error() -> None:
         await gmchat_nb.connect("http://127.0.0.1:9/graphql/", timeout=5)
 
 
+async def test_a_connection_error_never_shows_the_url_s_password(token_server: DemoServer) -> None:
+    """The message reaches the server's log and the user: the URL with ``***`` for its password."""
+    for url in (
+        "http://ann:pa55word@127.0.0.1:9/graphql/",
+        token_server.url.replace("//", "//ann:pa55word@", 1),
+    ):
+        with pytest.raises(ProjectConnectionError) as raised:
+            await gmchat_nb.connect(url, exposed=INVENTORY_EXPOSED, timeout=5)
+        assert "pa55word" not in str(raised.value)
+        assert "ann:***@127.0.0.1" in str(raised.value)
+
+
 @pytest.fixture
 async def own_server() -> AsyncIterator[tuple[web.AppRunner, str]]:
     backend = build_demo(dataclasses.replace(inventory_spec(), max_page_size=20))

@@ -11,12 +11,14 @@ import pytest
 from gmchat_nb import Chat
 from gmchat_nb.core.providers import registry
 from gmchat_nb.core.providers.base import MissingExtraError
+from gmchat_nb.core.providers.cassettes import bundled_cassettes
 from gmchat_nb.core.providers.offline import OfflineProvider
 from gmchat_nb.core.providers.registry import ProviderSpecError, create_provider
 from gmchat_nb.core.providers.replay import RecordingProvider, ReplayProvider
 from gmchat_nb.core.providers.scripted import ScriptedProvider, load_rounds
 from gmchat_nb.core.settings import ChatConfigurationError
 
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = """
 - tool_calls:
     - {name: query, args: {manager: Material, fields: [name, density], order_by: [-density], limit: 2}}
@@ -175,3 +177,49 @@ def test_a_cassette_without_header_is_labelled_by_its_file(tmp_path: Path) -> No
     cassette.write_text("{not json\n")
     with pytest.raises(ValueError, match="line 1 is not JSON"):
         ReplayProvider({"path": str(cassette)})
+
+
+def test_the_bundled_cassettes_are_the_checkout_s() -> None:
+    committed = sorted(path.stem for path in (ROOT / "evals" / "cassettes").glob("*.jsonl"))
+    assert list(bundled_cassettes()) == committed
+    assert "oracle-openai" in committed
+
+
+@pytest.mark.parametrize("name", ["oracle-openai", "oracle-openai.jsonl"])
+def test_a_bundled_cassette_is_addressed_by_name(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no file of that name here: only the name can resolve
+    replay = create_provider(f"replay:{name}")
+    assert isinstance(replay, ReplayProvider)
+    assert replay.path == bundled_cassettes()["oracle-openai"]
+    assert replay.path.read_bytes() == (ROOT / "evals/cassettes/oracle-openai.jsonl").read_bytes()
+    assert replay.label == "openai:oracle" and replay.recorded > 50
+
+
+@pytest.mark.parametrize("name", ["oracle-openai", "oracle-openai.jsonl"])
+def test_a_file_that_exists_wins_over_a_bundled_name(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    header = {"cassette": {"label": "mine", "description": "my own recording"}}
+    Path(name).write_text(json.dumps(header) + "\n")
+    replay = create_provider(f"replay:{name}")
+    assert isinstance(replay, ReplayProvider)
+    assert (replay.path, replay.label, replay.recorded) == (Path(name), "mine", 0)
+
+
+def test_an_unknown_name_says_no_file_was_found_and_lists_the_bundled_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="cannot read the cassette oracle-gpt") as raised:
+        create_provider("replay:oracle-gpt")
+    message = str(raised.value)
+    assert "no such file was found" in message
+    listed = message.partition("bundled: ")[2]
+    assert listed == ", ".join(bundled_cassettes()) + ")"
+    chat = Chat(provider="replay:oracle-gpt", store=":memory:")
+    with pytest.raises(ChatConfigurationError, match="oracle-openai") as error:
+        chat.ask_sync("hello")  # Chat(provider=...) and the settings share the same message
+    assert error.value.key == "provider"

@@ -14,8 +14,9 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
+from ...jupyter_app import JupyterApp
 from .knowledge_steps import QUESTION, answered
-from .lab import JupyterLab, show_chat, write_notebook
+from .lab import show_chat, write_notebook
 
 CHAT_CELL = 1
 NAME = "Which parts are made of titanium"
@@ -32,7 +33,7 @@ chat
 
 
 def test_the_kernel_writes_the_conversation_beside_the_notebook_and_the_view_says_where(
-    open_lab: Callable[[str | Path], Page], export_notebook: Path, jupyterlab: JupyterLab
+    open_lab: Callable[[str | Path], Page], export_notebook: Path, jupyterlab: JupyterApp
 ) -> None:
     page = open_lab(export_notebook)
     root = show_chat(page, CHAT_CELL)
