@@ -195,15 +195,28 @@ class JupyterApp:
         if app == "jupyterlab":
             command += [f"--LabServerApp.app_settings_dir={dirs['app_settings']}", *LAB_FLAGS]
         self.log_path = base / f"{app}.log"
-        self.log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            command, env=env, cwd=self.root, stdout=self.log, stderr=subprocess.STDOUT
-        )
-        try:
-            self._wait_until_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
+        # A free port is probed, then bound by the server: another process (a test worker's
+        # server or client) can take it in between, so a start that lost its port tries another.
+        for attempt in range(3):
+            if attempt:
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+                self.chat_url = f"{self.url}/gmchat/chat/"
+                command = [
+                    f"--port={self.port}" if part.startswith("--port=") else part
+                    for part in command
+                ]
+            self.log = self.log_path.open("w")
+            self.process = subprocess.Popen(
+                command, env=env, cwd=self.root, stdout=self.log, stderr=subprocess.STDOUT
+            )
+            try:
+                self._wait_until_ready(timeout)
+                return
+            except BaseException:
+                self.stop()
+                if attempt == 2 or "already in use" not in self.log_path.read_text():
+                    raise
 
     def _wait_until_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

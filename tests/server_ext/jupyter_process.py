@@ -61,7 +61,6 @@ class JupyterServer:
         }
         (tmp / "config").mkdir(exist_ok=True)
         (tmp / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-        self.port = free_port()
         env = {
             "JUPYTER_CONFIG_DIR": str(tmp / "config"),
             "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
@@ -69,6 +68,17 @@ class JupyterServer:
             "PATH": "/usr/bin:/bin",
             "HOME": str(tmp),
         }
+        # A free port is probed, then bound by the server: another process (a test worker's
+        # server or client) can take it in between, so a start that lost its port tries another.
+        for _attempt in range(3):
+            if self._start(tmp, env, base_url, hostname):
+                return
+            if "already in use" not in self.log.read_text():
+                break
+        raise RuntimeError(f"jupyter server did not start:\n{self.log.read_text()[-3000:]}")
+
+    def _start(self, tmp: Path, env: dict[str, str], base_url: str, hostname: str | None) -> bool:
+        self.port = free_port()
         self.log = tmp / f"server-{self.port}.log"
         host = [] if hostname is None else ["unshare", "--uts", "sh", "-c", OTHER_HOST, hostname]
         self.process = subprocess.Popen(
@@ -96,12 +106,15 @@ class JupyterServer:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline and self.process.poll() is None:
             try:
-                if httpx.get(self.url + "api/status", headers=AUTH).status_code == 200:
-                    return
+                answered = httpx.get(self.url + "api/status", headers=AUTH).status_code == 200
             except httpx.TransportError:
-                time.sleep(0.1)
+                answered = False
+            # (answered by this process: not another worker's server that took the port)
+            if answered and self.process.poll() is None and "is running at" in self.log.read_text():
+                return True
+            time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"jupyter server did not start:\n{self.log.read_text()[-3000:]}")
+        return False
 
     @property
     def ws_url(self) -> str:

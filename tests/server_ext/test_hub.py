@@ -196,6 +196,7 @@ async def test_followers_see_a_turn_while_it_streams_on_either_server(
         conversation = new_conversation(pair[0])
         slow = {"conversation_id": conversation, "turn_id": "slow", "text": "Tell me slowly"}
         arrivals: dict[str, list[tuple[float, str]]] = {}
+        following = {name: asyncio.Event() for name in "ab"}
 
         async def follow(server: Server, name: str) -> None:
             url = chat(server) + f"conversations/{conversation}/events"
@@ -204,6 +205,7 @@ async def test_followers_see_a_turn_while_it_streams_on_either_server(
                 httpx.AsyncClient(timeout=60, headers=AUTH) as client,
                 client.stream("GET", url, params={"after": "0"}) as response,
             ):
+                following[name].set()  # (the stream is open: its headers came with a keepalive)
                 async for line in response.aiter_lines():
                     if line.startswith("event: "):
                         seen.append((time.monotonic(), line[len("event: ") :]))
@@ -214,7 +216,8 @@ async def test_followers_see_a_turn_while_it_streams_on_either_server(
             asyncio.create_task(follow(server, name))
             for server, name in zip(pair, "ab", strict=True)
         ]
-        await asyncio.sleep(0.5)  # both readers are waiting
+        # both readers are following before the turn starts (a deadline only for a hang)
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in following.values())), 60)
         admitted = await http("POST", turns_url(pair[0]), json=slow, headers=AUTH)
         assert admitted.status_code == 202
         await asyncio.wait_for(asyncio.gather(*readers), 60)
