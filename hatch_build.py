@@ -20,6 +20,7 @@ builds; this hook's ``dependencies()`` adds jupyter-builder to the build's requi
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -46,7 +47,7 @@ gmchat_nb: the front end must be built ({why}), and npm is not on PATH.
 class FrontEndBuildHook(BuildHookInterface):  # type: ignore[misc]  (hatchling: build-time only)
     PLUGIN_NAME = "custom"
 
-    @property
+    @functools.cached_property
     def _record(self) -> ModuleType:
         # gmchat_nb/_frontend.py by path: importing gmchat_nb would need its dependencies
         path = Path(self.root) / "gmchat_nb" / "_frontend.py"

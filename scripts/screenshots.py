@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,39 +104,32 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gmchat-screenshots-") as tmp:
         if "widget" in takes:
             lab = JupyterApp(Path(tmp))
-            try:
-                with sync_playwright() as playwright:
-                    browser = launch_chromium(playwright)
-                    try:
-                        shoot(browser, lab, args.out)
-                        shoot_chart(browser, lab, Path(tmp), args.out)
-                    finally:
-                        browser.close()
-            finally:
-                lab.stop()
+
+            def widget_pictures(browser: Browser) -> None:
+                shoot(browser, lab, args.out)
+                shoot_chart(browser, lab, Path(tmp), args.out)
+
+            in_chromium(lab, widget_pictures)
         if "panel" in takes:
             app = JupyterApp(Path(tmp) / "panel", rounds=PANEL_ROUNDS)
-            try:
-                with sync_playwright() as playwright:
-                    browser = launch_chromium(playwright)
-                    try:
-                        shoot_panel(browser, app, args.out)
-                    finally:
-                        browser.close()
-            finally:
-                app.stop()
+            in_chromium(app, lambda browser: shoot_panel(browser, app, args.out))
         if "widths" in takes:
-            app = JupyterApp(Path(tmp) / "widths", rounds=WIDTHS_ROUNDS, chat=WIDTHS_SETTINGS)
-            try:
-                with sync_playwright() as playwright:
-                    browser = launch_chromium(playwright)
-                    try:
-                        shoot_panel_widths(browser, app, args.out)
-                    finally:
-                        browser.close()
-            finally:
-                app.stop()
+            widths = JupyterApp(Path(tmp) / "widths", rounds=WIDTHS_ROUNDS, chat=WIDTHS_SETTINGS)
+            in_chromium(widths, lambda browser: shoot_panel_widths(browser, widths, args.out))
     return 0
+
+
+def in_chromium(app: JupyterApp, take: Callable[[Browser], object]) -> None:
+    """Run ``take`` with a Chromium; the browser and then ``app`` are stopped afterwards."""
+    try:
+        with sync_playwright() as playwright:
+            browser = launch_chromium(playwright)
+            try:
+                take(browser)
+            finally:
+                browser.close()
+    finally:
+        app.stop()
 
 
 def shoot(browser: Browser, lab: JupyterApp, out: Path) -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "launch_chromium",
     "missing_chromium",
     "playwright",
+    "watch_dialogs",
 ]
 
 # Debian's and Ubuntu's packages, Fedora's, Homebrew's Chromium and Chrome, in that order;
@@ -116,9 +117,8 @@ def browser(
     browser.close()
 
 
-@pytest.fixture
-def dialogs(page: Page) -> Iterator[list[str]]:
-    """Every alert/confirm/prompt the page opens (dismissed); the test fails if there was one."""
+def watch_dialogs(page: Page) -> list[str]:
+    """Every alert/confirm/prompt ``page`` opens from now on, dismissed and listed."""
     seen: list[str] = []
 
     def record(dialog: Dialog) -> None:
@@ -126,5 +126,12 @@ def dialogs(page: Page) -> Iterator[list[str]]:
         dialog.dismiss()
 
     page.on("dialog", record)
+    return seen
+
+
+@pytest.fixture
+def dialogs(page: Page) -> Iterator[list[str]]:
+    """Every alert/confirm/prompt the page opens (dismissed); the test fails if there was one."""
+    seen = watch_dialogs(page)
     yield seen
     assert not seen, f"the page opened dialogs: {seen}"

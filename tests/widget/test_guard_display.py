@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Locator, Page, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 
-from ..chromium import launch_chromium, missing_chromium
+from ..chromium import launch_chromium, missing_chromium, watch_dialogs
 from ..jupyter_app import JupyterApp
 from ..vendor_server import Reply, ToolCallSpec, VendorServer
 from .browser.lab import (
@@ -113,13 +113,7 @@ def chromium() -> Iterator[Browser]:
 def lab_page(chromium: Browser) -> Iterator[Page]:
     context = chromium.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
-    dialogs: list[str] = []
-
-    def dismiss(dialog: Dialog) -> None:
-        dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", dismiss)
+    dialogs = watch_dialogs(page)
     yield page
     context.close()
     assert not dialogs, f"the page opened dialogs: {dialogs}"
